@@ -14,6 +14,7 @@ import (
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/inspect"
+	"github.com/npcd/npcd/internal/version"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tick"
@@ -285,7 +286,7 @@ func npcID(r *http.Request) (string, error) {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: version.String()})
 	return nil
 }
 
