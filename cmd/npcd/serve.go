@@ -21,6 +21,7 @@ func serveFlags(cmd *cobra.Command, cfg *Config) {
 	f.StringVar(&cfg.LLMBaseURL, "llm-base-url", cfg.LLMBaseURL, "OpenAI-compatible endpoint; empty: offline builtin model (NPCD_LLM_BASE_URL)")
 	f.StringVar(&cfg.Model, "model", cfg.Model, "model of NPCs that name none (NPCD_MODEL)")
 	f.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error (NPCD_LOG_LEVEL)")
+	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json, or console for a terminal (NPCD_LOG_FORMAT)")
 }
 
 func serveCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
@@ -29,6 +30,7 @@ func serveCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: the HTTP API, ticks and sleep schedules",
+		Long:  "Run the daemon: the HTTP API, ticks and sleep schedules.\n\n" + envHelp(),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if envErr != nil {

@@ -20,6 +20,13 @@ import (
 // a client and a stop function that waits for a clean shutdown.
 func startDaemon(t *testing.T, dir string) (*api.Client, func()) {
 	t.Helper()
+	client, _, stop := startDaemonAt(t, dir)
+	return client, stop
+}
+
+// startDaemonAt is startDaemon that also returns the address it listens on.
+func startDaemonAt(t *testing.T, dir string) (*api.Client, string, func()) {
+	t.Helper()
 	cfg := defaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DB = filepath.Join(dir, "npcd.db")
@@ -38,7 +45,7 @@ func startDaemon(t *testing.T, dir string) (*api.Client, func()) {
 		t.Fatal("serve did not start")
 	}
 	client := api.NewClient("http://"+addr, "", &http.Client{Timeout: time.Minute})
-	return client, func() {
+	return client, addr, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("shutdown: %v", err)
