@@ -194,3 +194,19 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Errorf("log format xml: %v", err)
 	}
 }
+
+func TestLogFormats(t *testing.T) {
+	t.Parallel()
+	for format, isJSON := range map[string]bool{"json": true, "console": false} {
+		c := defaultConfig()
+		c.LogFormat = format
+		var buf bytes.Buffer
+		log := c.logger(&buf)
+		log.Info().Str("npc", "brom").Msg("tick")
+		log.Debug().Msg("hidden at info")
+		out := buf.String()
+		if strings.HasPrefix(out, "{") != isJSON || !strings.Contains(out, "brom") || strings.Contains(out, "hidden") {
+			t.Errorf("format %s wrote %q", format, out)
+		}
+	}
+}
