@@ -71,8 +71,8 @@ func TestWalkthroughAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Actions) == 0 || res.Actions[0].Tool != "say" || !strings.Contains(res.Actions[0].Args["text"].(string), "sword") {
-		t.Fatalf("tick: %+v, want a say about the sword", res)
+	if len(res.Actions) == 0 || res.Actions[0].Tool != "say" || !strings.Contains(res.Actions[0].Args["text"].(string), "keep an eye out") {
+		t.Fatalf("tick: %+v, want a say promising to look out", res)
 	}
 	stop()
 
