@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/npcd/npcd/internal/version"
+	"github.com/npcd/npcd/store"
 )
 
 // serveFlags binds the daemon's flags to cfg (flags override the environment).
@@ -44,6 +47,17 @@ func serveCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 	return cmd
 }
 
+// startupWarnings are what an operator should know about the configuration
+// before relying on it.
+func startupWarnings(cfg Config) []string {
+	var out []string
+	if cfg.DBDriver == store.DriverPostgres {
+		out = append(out, "PostgreSQL: keyword search matches the query's terms with ILIKE, without BM25 ranking; "+
+			"full-text search (FTS5 with BM25) needs SQLite")
+	}
+	return out
+}
+
 // serve runs the daemon until ctx ends, then shuts down gracefully: it stops
 // accepting requests, lets in-flight ticks finish, and closes the database.
 // When ready is not nil it receives the bound address once listening.
@@ -72,7 +86,10 @@ func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- strin
 		WriteTimeout:      cfg.TickTimeout + 30*time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	log.Info().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("model", cfg.Model).Msg("npcd listening")
+	log.Info().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("model", cfg.Model).Str("version", version.String()).Msg("npcd listening")
+	for _, w := range startupWarnings(cfg) {
+		log.Warn().Msg(w)
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
