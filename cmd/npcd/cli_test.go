@@ -134,13 +134,14 @@ func TestCommandsShareTheAddressSetting(t *testing.T) {
 func TestHelpNamesEnvironmentVariables(t *testing.T) {
 	t.Parallel()
 	tests := map[string][]string{
-		"serve":     envNames(),
-		"aihistory": {"NPCD_ADDR", "NPCD_API_TOKEN"},
-		"compact":   {"NPCD_ADDR", "NPCD_API_TOKEN"},
-		"sleep":     {"NPCD_ADDR", "NPCD_API_TOKEN"},
+		"serve":        envNames(),
+		"aihistory":    {"NPCD_ADDR", "NPCD_API_TOKEN"},
+		"compact":      {"NPCD_ADDR", "NPCD_API_TOKEN"},
+		"sleep":        {"NPCD_ADDR", "NPCD_API_TOKEN"},
+		"scenario run": {"NPCD_LLM_BASE_URL", "NPCD_LLM_API_KEY", "NPCD_MODEL"},
 	}
 	for cmd, vars := range tests {
-		out, _, err := runCLI(t, nil, cmd, "--help")
+		out, _, err := runCLI(t, nil, append(strings.Fields(cmd), "--help")...)
 		if err != nil {
 			t.Fatal(err)
 		}
