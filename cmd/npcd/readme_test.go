@@ -314,3 +314,107 @@ func TestREADMEWalkthrough(t *testing.T) {
 		t.Errorf("checked only %d quoted fields", quotedKeys)
 	}
 }
+
+// readmeOutputs returns the blacksmith examples of the README's aihistory
+// section: each "$ npcd aihistory brom …" command with the output quoted
+// under it.
+func readmeOutputs(readme string) map[string]string {
+	out := map[string]string{}
+	var cmd string
+	var body strings.Builder
+	flush := func() {
+		if cmd != "" {
+			out[cmd] = body.String()
+		}
+		cmd = ""
+		body.Reset()
+	}
+	inBlock := false
+	for _, line := range strings.Split(readme, "\n") {
+		if strings.HasPrefix(line, "```") {
+			flush()
+			inBlock = !inBlock
+			continue
+		}
+		if !inBlock {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "$ npcd aihistory brom"); ok {
+			flush()
+			cmd = "brom" + rest
+			continue
+		}
+		if cmd != "" {
+			body.WriteString(line + "\n")
+		}
+	}
+	flush()
+	return out
+}
+
+var (
+	labelRe  = regexp.MustCompile(`^([A-Z][A-Z]+(?: [A-Z][A-Z]+)*)(?: \(\d+\))?(?:\s{2,}|:|$)`)
+	headerRe = regexp.MustCompile(`^│(?: [A-Z][A-Z ]*[A-Z] +│)+$`)
+)
+
+// shape is what of a view's output the README can promise: its section
+// labels (CONTEXT, LOST, …) and its table headers, in order.
+func shape(out string) []string {
+	var s []string
+	for _, line := range strings.Split(out, "\n") {
+		if m := labelRe.FindStringSubmatch(line); m != nil {
+			s = append(s, m[1])
+		}
+		if headerRe.MatchString(line) {
+			s = append(s, strings.Join(strings.Fields(strings.ReplaceAll(line, "│", " ")), " "))
+		}
+	}
+	return s
+}
+
+func TestShape(t *testing.T) {
+	t.Parallel()
+	out := "Brom (brom) · model builtin\n\nCONTEXT      ███ 72.9%\nLOST (1): in the replaced messages\n" +
+		"┌────┐\n│ DETAIL  │ KIND   │\n├────┤\n│ sword   │ thing  │\nKEPT (9)\n"
+	want := []string{"CONTEXT", "LOST", "DETAIL KIND", "KEPT"}
+	if diff := cmp.Diff(want, shape(out)); diff != "" {
+		t.Errorf("shape (-want +got):\n%s", diff)
+	}
+}
+
+// The outputs the README quotes for the blacksmith scenario have the shape
+// the views print today: the same section labels and table headers.
+func TestREADMEOutputsHaveTheViewsShape(t *testing.T) {
+	examples := readmeOutputs(readREADME(t))
+	if len(examples) < 3 {
+		t.Fatalf("found %d aihistory examples in the README, want 3", len(examples))
+	}
+	db := scenarioDB(t, "blacksmith.yaml", t.TempDir())
+	for cmd, quoted := range examples {
+		args := strings.Fields(cmd)
+		for i, a := range args {
+			if a == "npcd.db" {
+				args[i] = db
+			}
+		}
+		got := mustAIHistory(t, args...)
+		want := shape(quoted)
+		have := shape(got)
+		// The README elides with "…": each quoted label and header must
+		// appear, in order, in the real output.
+		j := 0
+		for _, w := range want {
+			for j < len(have) && have[j] != w {
+				j++
+			}
+			if j == len(have) {
+				t.Errorf("npcd aihistory %s: the README quotes %q, which the output lacks (or not in that order); output's shape %q", cmd, w, have)
+				break
+			}
+			j++
+		}
+		if len(want) == 0 {
+			t.Errorf("npcd aihistory %s: read only %q from the README's example", cmd, want)
+		}
+	}
+}
