@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tick"
 )
 
@@ -17,24 +20,36 @@ import (
 // tick.Observer: pass it to tick.Deps.Observer and to Deps.Metrics. It is
 // safe for concurrent use.
 type Metrics struct {
-	reg          *prometheus.Registry
-	ticks        *prometheus.CounterVec
-	tickDuration *prometheus.HistogramVec
-	llmCalls     *prometheus.CounterVec
-	llmDuration  *prometheus.HistogramVec
-	llmTokens    *prometheus.CounterVec
-	compactions  *prometheus.CounterVec
-	utilization  prometheus.Histogram
-	handler      http.Handler
+	reg           *prometheus.Registry
+	ticks         *prometheus.CounterVec
+	tickDuration  *prometheus.HistogramVec
+	llmCalls      *prometheus.CounterVec
+	llmDuration   *prometheus.HistogramVec
+	llmTokens     *prometheus.CounterVec
+	compactions   *prometheus.CounterVec
+	utilization   prometheus.Histogram
+	httpDuration  *prometheus.HistogramVec
+	sleepDuration *prometheus.HistogramVec
+	handler       http.Handler
 }
 
 var _ tick.Observer = (*Metrics)(nil)
 
-// Outcomes of npcd_ticks_total.
+// Outcomes of npcd_ticks_total and npcd_sleep_duration_seconds.
 const (
-	outcomeOK    = "ok"
-	outcomeIdle  = "idle"
-	outcomeError = "error"
+	outcomeOK      = "ok"
+	outcomeIdle    = "idle"
+	outcomeError   = "error"
+	outcomeSkipped = "skipped"
+)
+
+// Kinds of npcd_llm_tokens_total: prompt tokens of every call, completion
+// tokens of every call but summaries, and the completion tokens that wrote
+// [CONTEXT SUMMARY]s. The three add up to every token spent.
+const (
+	tokensPrompt     = "prompt"
+	tokensCompletion = "completion"
+	tokensSummary    = "summary"
 )
 
 // NewMetrics returns the metrics on a new registry, with the Go runtime and
@@ -50,31 +65,41 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		}, []string{"outcome"}),
 		llmCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "npcd_llm_calls_total", Help: "Model calls, by model and outcome (ok or the failure code).",
+			Name: "npcd_llm_calls_total", Help: "Model calls (ticks, summaries, consolidation), by model and outcome (ok or the failure code).",
 		}, []string{"model", "outcome"}),
 		llmDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "npcd_llm_call_duration_seconds", Help: "Model call latency, by model.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"model"}),
 		llmTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "npcd_llm_tokens_total", Help: "Model tokens, by kind (prompt, completion).",
-		}, []string{"kind"}),
+			Name: "npcd_llm_tokens_total", Help: "Model tokens, by model and kind (prompt, completion, summary: the completion tokens of context summaries).",
+		}, []string{"model", "kind"}),
 		compactions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "npcd_compactions_total", Help: "Compactions run, by trigger (emergency, overflow, manual, sleep, ...).",
 		}, []string{"trigger"}),
 		utilization: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "npcd_context_utilization", Help: "Context utilization (tokens over window) after each non-idle tick.",
+			Name: "npcd_context_utilization_ratio", Help: "Context utilization (tokens over window) after each non-idle tick.",
 			Buckets: []float64{.1, .2, .3, .4, .5, .6, .7, .8, .9, 1},
 		}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "npcd_http_request_duration_seconds", Help: "HTTP request latency, by method, route pattern and status code.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"method", "route", "status"}),
+		sleepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "npcd_sleep_duration_seconds", Help: "Sleeps (consolidation and compaction), by outcome (ok, skipped, error).",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		}, []string{"outcome"}),
 	}
 	m.reg.MustRegister(m.ticks, m.tickDuration, m.llmCalls, m.llmDuration, m.llmTokens, m.compactions, m.utilization,
+		m.httpDuration, m.sleepDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so rates work before the first tick.
 	for _, o := range []string{outcomeOK, outcomeIdle, outcomeError} {
 		m.ticks.WithLabelValues(o)
 	}
-	m.llmTokens.WithLabelValues("prompt")
-	m.llmTokens.WithLabelValues("completion")
+	for _, o := range []string{outcomeOK, outcomeSkipped, outcomeError} {
+		m.sleepDuration.WithLabelValues(o)
+	}
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }
@@ -102,8 +127,14 @@ func (m *Metrics) TickDone(npc string, d time.Duration, r *tick.Result, err erro
 	}
 }
 
-// ModelCall counts a model call; it implements tick.Observer.
+// ModelCall counts a tick's model call; it implements tick.Observer.
 func (m *Metrics) ModelCall(model string, d time.Duration, u llm.Usage, err error) {
+	m.ModelCallFor(llm.TaskTick, model, d, u, err)
+}
+
+// ModelCallFor counts a model call made for task: a summary's completion
+// tokens count as kind summary.
+func (m *Metrics) ModelCallFor(task llm.Task, model string, d time.Duration, u llm.Usage, err error) {
 	outcome := outcomeOK
 	if err != nil {
 		outcome = string(llm.CodeOf(err))
@@ -113,8 +144,12 @@ func (m *Metrics) ModelCall(model string, d time.Duration, u llm.Usage, err erro
 	}
 	m.llmCalls.WithLabelValues(model, outcome).Inc()
 	m.llmDuration.WithLabelValues(model).Observe(d.Seconds())
-	m.llmTokens.WithLabelValues("prompt").Add(float64(max(0, u.PromptTokens)))
-	m.llmTokens.WithLabelValues("completion").Add(float64(max(0, u.CompletionTokens)))
+	completion := tokensCompletion
+	if task == llm.TaskSummarize {
+		completion = tokensSummary
+	}
+	m.llmTokens.WithLabelValues(model, tokensPrompt).Add(float64(max(0, u.PromptTokens)))
+	m.llmTokens.WithLabelValues(model, completion).Add(float64(max(0, u.CompletionTokens)))
 }
 
 // CompactionDone counts a compaction that no tick reported: the Server
@@ -122,4 +157,58 @@ func (m *Metrics) ModelCall(model string, d time.Duration, u llm.Usage, err erro
 // sleep compactions. Compactions run inside a tick are counted by TickDone.
 func (m *Metrics) CompactionDone(trigger string) {
 	m.compactions.WithLabelValues(trigger).Inc()
+}
+
+// SleepDone times a sleep, asked for over the API or scheduled.
+func (m *Metrics) SleepDone(d time.Duration, rep *sleep.Report, err error) {
+	outcome := outcomeOK
+	switch {
+	case err != nil || rep == nil:
+		outcome = outcomeError
+	case rep.Skipped:
+		outcome = outcomeSkipped
+	}
+	m.sleepDuration.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// Request times one HTTP request by method, route pattern and status.
+func (m *Metrics) Request(method, route string, status int, d time.Duration) {
+	m.httpDuration.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// Gauge reads one value at scrape time; an error leaves the sample out of
+// that scrape rather than failing it.
+type Gauge func(ctx context.Context) (float64, error)
+
+// gaugeTimeout bounds a Gauge's read, so a busy database cannot hold a scrape.
+const gaugeTimeout = 5 * time.Second
+
+// WatchStore adds the gauges read from the database at scrape time:
+// npcd_pending_events (the event queue's depth, all NPCs) and
+// npcd_database_size_bytes.
+func (m *Metrics) WatchStore(pendingEvents, databaseBytes Gauge) {
+	m.reg.MustRegister(&gaugeCollector{
+		desc: prometheus.NewDesc("npcd_pending_events", "Perceived events no tick has consumed yet, all NPCs together.", nil, nil),
+		read: pendingEvents,
+	}, &gaugeCollector{
+		desc: prometheus.NewDesc("npcd_database_size_bytes", "Size of the database (SQLite: the main file, without the WAL).", nil, nil),
+		read: databaseBytes,
+	})
+}
+
+type gaugeCollector struct {
+	desc *prometheus.Desc
+	read Gauge
+}
+
+func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), gaugeTimeout)
+	defer cancel()
+	v, err := g.read(ctx)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, v)
 }

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tick"
 )
 
@@ -43,10 +44,12 @@ func TestMetricsAfterTicks(t *testing.T) {
 		`npcd_ticks_total{outcome="error"} 0`,
 		`npcd_tick_duration_seconds_count{outcome="ok"} 1`,
 		`npcd_llm_calls_total{model="builtin",outcome="ok"} ` + itoa(res.Usage.LLMCalls),
-		`npcd_llm_tokens_total{kind="prompt"} ` + itoa(res.Usage.PromptTokens),
-		`npcd_llm_tokens_total{kind="completion"} ` + itoa(res.Usage.CompletionTokens),
+		`npcd_llm_tokens_total{kind="prompt",model="builtin"} ` + itoa(res.Usage.PromptTokens),
+		`npcd_llm_tokens_total{kind="completion",model="builtin"} ` + itoa(res.Usage.CompletionTokens),
 		`npcd_compactions_total{trigger="manual"} 1`,
-		`npcd_context_utilization_count 1`,
+		`npcd_context_utilization_ratio_count 1`,
+		`npcd_http_request_duration_seconds_count{method="POST",route="/v1/npcs/{npc}/tick",status="200"} 2`,
+		`npcd_http_request_duration_seconds_count{method="PUT",route="/v1/npcs/{npc}",status="201"} 1`,
 		`go_goroutines`,
 		`process_`,
 	} {
@@ -65,6 +68,12 @@ func TestMetricsObserver(t *testing.T) {
 	m.ModelCall("gpt", time.Second, llm.Usage{}, &llm.Error{Code: llm.CodeRateLimit})
 	m.ModelCall("gpt", time.Second, llm.Usage{}, errors.New("other"))
 	m.ModelCall("gpt", time.Second, llm.Usage{PromptTokens: 7, CompletionTokens: 3}, nil)
+	m.ModelCallFor(llm.TaskSummarize, "gpt", time.Second, llm.Usage{PromptTokens: 100, CompletionTokens: 40}, nil)
+	m.ModelCallFor(llm.TaskExtract, "gpt", time.Second, llm.Usage{PromptTokens: 50, CompletionTokens: 5}, nil)
+	m.SleepDone(time.Second, &sleep.Report{}, nil)
+	m.SleepDone(time.Second, &sleep.Report{Skipped: true}, nil)
+	m.SleepDone(time.Second, nil, errors.New("busy"))
+	m.SleepDone(time.Second, nil, errors.New("busy"))
 	tests := []struct {
 		name string
 		got  float64
@@ -76,9 +85,13 @@ func TestMetricsObserver(t *testing.T) {
 		{"emergency compactions", counterValue(m.compactions.WithLabelValues("emergency")), 1},
 		{"rate-limited calls", counterValue(m.llmCalls.WithLabelValues("gpt", "rate_limit")), 1},
 		{"other failed calls", counterValue(m.llmCalls.WithLabelValues("gpt", "error")), 1},
-		{"ok calls", counterValue(m.llmCalls.WithLabelValues("gpt", "ok")), 1},
-		{"prompt tokens", counterValue(m.llmTokens.WithLabelValues("prompt")), 7},
-		{"completion tokens", counterValue(m.llmTokens.WithLabelValues("completion")), 3},
+		{"ok calls", counterValue(m.llmCalls.WithLabelValues("gpt", "ok")), 3},
+		{"prompt tokens", counterValue(m.llmTokens.WithLabelValues("gpt", "prompt")), 157},
+		{"completion tokens", counterValue(m.llmTokens.WithLabelValues("gpt", "completion")), 8},
+		{"summary tokens", counterValue(m.llmTokens.WithLabelValues("gpt", "summary")), 40},
+		{"ok sleeps", float64(histCount(m.sleepDuration.WithLabelValues("ok"))), 1},
+		{"skipped sleeps", float64(histCount(m.sleepDuration.WithLabelValues("skipped"))), 1},
+		{"failed sleeps", float64(histCount(m.sleepDuration.WithLabelValues("error"))), 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,7 +101,7 @@ func TestMetricsObserver(t *testing.T) {
 		})
 	}
 	// Only the non-idle, successful tick is a utilization sample.
-	if n := sampleCount(t, m, "npcd_context_utilization"); n != 1 {
+	if n := sampleCount(t, m, "npcd_context_utilization_ratio"); n != 1 {
 		t.Errorf("utilization samples = %d, want 1", n)
 	}
 	// Two Metrics never share state.
@@ -98,6 +111,15 @@ func TestMetricsObserver(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// histCount reads how many observations one histogram holds.
+func histCount(o prometheus.Observer) uint64 {
+	var m dto.Metric
+	if err := o.(prometheus.Metric).Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
 
 // counterValue reads one counter.
 func counterValue(c prometheus.Counter) float64 {

@@ -13,8 +13,8 @@ func (s *Server) putNPC(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in NPCSettings
-	if err := s.readJSON(w, r, &in, true); err != nil {
+	in, err := s.readSettings(w, r)
+	if err != nil {
 		return err
 	}
 	created, err := s.deps.Engine.PutNPC(r.Context(), in.character(id))
@@ -103,7 +103,7 @@ func (in *NPCSettings) character(id string) *character.Character {
 	if in.Tools != nil {
 		specs := make([]character.ToolSpec, len(in.Tools))
 		for i, t := range in.Tools {
-			specs[i] = character.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns}
+			specs[i] = character.ResolveTool(character.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Returns: t.Returns})
 		}
 		c.Tools = store.NewJSON(specs)
 	}

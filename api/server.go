@@ -14,6 +14,7 @@ import (
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/inspect"
+	"github.com/npcd/npcd/internal/version"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tick"
@@ -32,8 +33,9 @@ type Config struct {
 	// MaxBodyBytes bounds a request body; a larger one is answered 413.
 	// Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// Log gets one line per failed request with its cause; the zero value
-	// logs nothing.
+	// Log gets one access line per request (method, route pattern, status,
+	// duration, NPC) and one line per failed request with its cause; the
+	// zero value logs nothing.
 	Log zerolog.Logger
 }
 
@@ -214,15 +216,83 @@ func routeTable() []route {
 // ServeHTTP serves the API. A panic in a handler is answered 500 and
 // logged, not left to net/http, so the client still gets an error body.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() { s.served(r, sw.code(), time.Since(start)) }()
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.fail(w, r, fmt.Errorf("api: panic: %v", v))
+			s.fail(sw, r, fmt.Errorf("api: panic: %v", v))
 		}
 	}()
-	s.mux.ServeHTTP(w, r)
+	s.mux.ServeHTTP(sw, r)
+}
+
+// served writes the access log line and the request metrics of one
+// request. The route is the pattern that matched (the mux sets it on r), so
+// neither log nor metrics grow with the NPCs' names. Scrapes, health checks
+// and the document log at debug level: they come every few seconds.
+func (s *Server) served(r *http.Request, status int, d time.Duration) {
+	route := routeOf(r)
+	s.deps.Metrics.Request(r.Method, route, status, d)
+	ev := s.cfg.Log.Info()
+	if route == "/healthz" || route == "/metrics" || route == "/openapi.yaml" {
+		ev = s.cfg.Log.Debug()
+	}
+	if !ev.Enabled() {
+		return
+	}
+	ev = ev.Str("method", r.Method).Str("route", route).Int("status", status).
+		Float64("duration_ms", float64(d.Microseconds())/1000)
+	if npc := r.PathValue("npc"); npc != "" {
+		ev = ev.Str("npc", npc)
+	}
+	ev.Msg("request")
+}
+
+// unmatchedRoute labels requests no route matched.
+const unmatchedRoute = "unmatched"
+
+// routeOf is the path pattern of the route that served r, without its
+// method, or unmatchedRoute.
+func routeOf(r *http.Request) string {
+	_, path, ok := strings.Cut(r.Pattern, " ")
+	if !ok || path == "/" {
+		return unmatchedRoute
+	}
+	return path
+}
+
+// statusWriter remembers the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
 }
 
 func (s *Server) handler(rt route) http.Handler {
@@ -285,7 +355,7 @@ func npcID(r *http.Request) (string, error) {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: version.String()})
 	return nil
 }
 

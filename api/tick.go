@@ -160,7 +160,9 @@ func (s *Server) sleep(w http.ResponseWriter, r *http.Request) error {
 	if err := s.readJSON(w, r, &in, false); err != nil {
 		return err
 	}
+	start := time.Now()
 	rep, err := s.deps.Engine.Sleep(r.Context(), id)
+	s.deps.Metrics.SleepDone(time.Since(start), rep, err)
 	if err != nil {
 		return err
 	}

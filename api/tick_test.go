@@ -68,8 +68,8 @@ func TestTickSaysSomethingAboutTheEvent(t *testing.T) {
 	}
 	a := res.Actions[0]
 	text, _ := a.Args["text"].(string)
-	if a.Tool != "say" || !strings.Contains(text, "sword") || a.CallID == "" {
-		t.Errorf("action = %+v, want a say about the sword with a call id", a)
+	if a.Tool != "say" || !strings.Contains(text, "keep an eye out") || strings.Contains(text, "sword") || a.CallID == "" {
+		t.Errorf("action = %+v, want a say with a call id promising to look out (in Brom's words, not alice's)", a)
 	}
 	if res.Usage.LLMCalls < 1 || res.Context.Tokens <= 0 || res.Context.Window != 8192 {
 		t.Errorf("usage %+v context %+v, want a model call and a measured context", res.Usage, res.Context)

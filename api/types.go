@@ -223,6 +223,8 @@ type NPCList struct {
 // Health answers GET /healthz.
 type Health struct {
 	Status string `json:"status"`
+	// Version is the running npcd's version, from its build information.
+	Version string `json:"version"`
 }
 
 // ErrorBody is every error response: {"error": {"code", "message"}}.

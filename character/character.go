@@ -222,6 +222,26 @@ func DefaultTools() []ToolSpec {
 	}
 }
 
+// ResolveTool returns the tool t declares: a tool named like a default tool
+// (say, emote) with neither parameters nor returns is that default tool,
+// with t's description when it gives one; any other tool is itself. The
+// HTTP API and scenario files read tools through it, so a bare "say" means
+// the same in both.
+func ResolveTool(t ToolSpec) ToolSpec {
+	if t.Parameters != nil || t.Returns {
+		return t
+	}
+	for _, d := range DefaultTools() {
+		if d.Name == t.Name {
+			if t.Description != "" {
+				d.Description = t.Description
+			}
+			return d
+		}
+	}
+	return t
+}
+
 // FieldError is a validation failure naming the offending field.
 type FieldError struct {
 	Field   string

@@ -207,6 +207,16 @@ func (s *Store) PendingCount(ctx context.Context, id string) (int, error) {
 	return int(n), nil
 }
 
+// PendingTotal returns how many events wait across all NPCs: the event
+// queue's depth.
+func (s *Store) PendingTotal(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.q(ctx).Model(&Event{}).Where("consumed_at IS NULL").Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count pending events: %w", err)
+	}
+	return n, nil
+}
+
 // NPCsWithPending returns the ids of NPCs that have unconsumed events or
 // posted tool results their next tick must continue from, ordered.
 func (s *Store) NPCsWithPending(ctx context.Context) ([]string, error) {

@@ -1085,3 +1085,23 @@ func TestLatestMessageID(t *testing.T) {
 		t.Errorf("LatestMessageID = %d, %v; want #%d", got, err, last.ID)
 	}
 }
+
+func TestPendingTotal(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	putNPC(t, s, "brom")
+	putNPC(t, s, "hilda")
+	for id, n := range map[string]int{"brom": 2, "hilda": 3} {
+		var evs []character.Event
+		for i := range n {
+			evs = append(evs, character.Event{Kind: "say", Actor: "alice", Text: fmt.Sprint("hello ", i)})
+		}
+		if _, _, err := s.AddEvents(ctx, id, evs, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.PendingTotal(ctx); err != nil || n != 5 {
+		t.Errorf("PendingTotal = %d, %v; want 5", n, err)
+	}
+}

@@ -13,10 +13,12 @@ const (
 	KindPlace  = "place"
 	KindNumber = "number"
 	KindQuote  = "quote"
+	KindThing  = "thing"
 )
 
 // Candidate is a detail of compacted text that a summary ought to keep: a
-// name, a place, a number or a short quoted string, with the messages it
+// name, a place, a number, a thing someone owns or a short quoted string,
+// with the messages it
 // appears in and where it was found again, if anywhere.
 type Candidate struct {
 	Text string `json:"text"`
@@ -152,6 +154,57 @@ func isNumber(w string) bool {
 // summarizer put in text: bookkeeping, not details of what happened.
 var stampRe = regexp.MustCompile(`\[\d{4}-\d{2}-\d{2}[^\]\n]{0,20}\]|\(importance \d+(, [^)\n]{0,20})?\)|\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2})?)?`)
 
+// numberWords are the numbers written as words that start or continue a
+// number ("forty silver", "two dozen nails", "twenty-five gold"). "one" is
+// left out: "no one", "the one you gave" are no amounts.
+var numberWords = map[string]bool{
+	"two": true, "three": true, "four": true, "five": true, "six": true, "seven": true, "eight": true, "nine": true,
+	"ten": true, "eleven": true, "twelve": true, "thirteen": true, "fourteen": true, "fifteen": true, "sixteen": true,
+	"seventeen": true, "eighteen": true, "nineteen": true, "twenty": true, "thirty": true, "forty": true, "fifty": true,
+	"sixty": true, "seventy": true, "eighty": true, "ninety": true, "hundred": true, "thousand": true, "dozen": true,
+	"score": true, "half": true,
+}
+
+// numberWord reports whether w (lowercase) is a number written as a word,
+// hyphenated tens included ("twenty-five").
+func numberWord(w string) bool {
+	if numberWords[w] {
+		return true
+	}
+	tens, ones, ok := strings.Cut(w, "-")
+	return ok && numberWords[tens] && (numberWords[ones] || ones == "one")
+}
+
+// possessives introduce what someone owns: "my sword", "her old cloak".
+var possessives = map[string]bool{"my": true, "your": true, "his": true, "her": true, "their": true, "our": true}
+
+// thingStop are words that end the noun phrase after a possessive, or are
+// no thing at all ("my own", "on my way", "in my mind").
+var thingStop = map[string]bool{
+	"own": true, "way": true, "time": true, "mind": true, "word": true, "best": true, "fault": true, "turn": true,
+	"self": true, "dear": true, "lord": true, "lady": true, "friend": true, "friends": true, "life": true,
+	"and": true, "or": true, "but": true, "the": true, "a": true, "an": true, "is": true, "was": true, "are": true,
+	"were": true, "be": true, "been": true, "has": true, "had": true, "have": true, "it": true, "that": true,
+	"this": true, "to": true, "of": true, "for": true, "with": true, "by": true, "on": true, "at": true, "in": true,
+	"from": true, "into": true, "again": true, "back": true, "too": true, "yesterday": true, "today": true,
+	"tomorrow": true, "tonight": true, "now": true, "here": true, "there": true, "last": true, "next": true,
+	"very": true, "so": true, "just": true, "still": true,
+}
+
+// lowerWord reports whether w is a lowercase word of letters (a hyphen or
+// apostrophe inside allowed) of at least two letters.
+func lowerWord(w string) bool {
+	if utf8.RuneCountInString(w) < 2 {
+		return false
+	}
+	for _, r := range w {
+		if !unicode.IsLower(r) && r != '-' && r != '\'' && r != '’' {
+			return false
+		}
+	}
+	return true
+}
+
 // refWords are words after which a number is a reference, not a detail.
 var refWords = map[string]bool{"tick": true, "turn": true, "message": true, "messages": true, "id": true, "importance": true, "compaction": true}
 
@@ -167,6 +220,11 @@ var refWords = map[string]bool{"tick": true, "turn": true, "message": true, "mes
 //     lowercase word that follows as their unit ("40 gold"); a number
 //     without a unit needs two digits or more; dates, time stamps and
 //     numbers after tick, turn, message, id or importance are left out;
+//     numbers written as words ("forty silver", "two dozen nails",
+//     "twenty-five gold") count with their unit only;
+//   - things: the lowercase noun after my, your, his, her, their or our,
+//     the last of up to three lowercase words ("my old sword" → sword),
+//     not words like own, way or mind;
 //   - quotes: a string in double quotes of one to four words and at most 40
 //     bytes that is not a whole sentence (does not end in . ! or ?).
 func extract(text string) []found {
@@ -189,6 +247,38 @@ func extract(text string) []found {
 			}
 			if digits(t.text) >= 2 {
 				out = append(out, found{t.text, KindNumber})
+			}
+			continue
+		}
+		if lw := strings.ToLower(t.text); numberWord(lw) {
+			// A number written as words counts with its unit only: "forty
+			// silver", "two dozen nails"; bare "three" is too common.
+			j := i + 1
+			for j < len(toks) && toks[j].word && toks[j].gap && numberWord(strings.ToLower(toks[j].text)) {
+				j++
+			}
+			if j < len(toks) && toks[j].word && toks[j].gap && unit(toks[j].text) && !numberWord(toks[j].text) {
+				words := make([]string, 0, j-i+1)
+				for k := i; k <= j; k++ {
+					words = append(words, toks[k].text)
+				}
+				out = append(out, found{strings.Join(words, " "), KindNumber})
+				i = j
+				continue
+			}
+		}
+		if possessives[strings.ToLower(t.text)] {
+			// The noun of "my old sword": the last of the lowercase words
+			// that follow, up to a stop word or punctuation.
+			noun := ""
+			j := i + 1
+			for ; j < len(toks) && j <= i+3 && toks[j].word && toks[j].gap && lowerWord(toks[j].text) && !thingStop[toks[j].text] &&
+				!possessives[toks[j].text] && !numberWord(toks[j].text); j++ {
+				noun = toks[j].text
+			}
+			if len(noun) >= 3 {
+				out = append(out, found{noun, KindThing})
+				i = j - 1
 			}
 			continue
 		}

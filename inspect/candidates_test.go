@@ -25,12 +25,18 @@ func TestExtract(t *testing.T) {
 			[]found{{"3.5 stone", KindNumber}, {"1,200 crowns", KindNumber}, {"10:30", KindNumber}}},
 		{"stamps and references are bookkeeping", "[2026-11-21 10:02] alice says: see message 123 (importance 8, 2026-11-21) on tick 40, #12.", nil},
 		{"short quote", `The password is "iron tide", he said.`, []found{{"iron tide", KindQuote}}},
-		{"whole quoted sentences are not quotes", `alice says: "I lost my sword at the forge."`, nil},
+		{"whole quoted sentences are not quotes", `alice says: "I lost my sword at the forge."`, []found{{"sword", KindThing}}},
 		{"long quotes are not quotes", `"one two three four five" is too long`, nil},
 		{"curly quotes", "Ask for “the red door” at night.", []found{{"the red door", KindQuote}}},
 		{"hyphen and apostrophe stay in the word", "We met O'Brien and Anne-Marie there.", []found{{"O'Brien", KindName}, {"Anne-Marie", KindName}}},
 		{"after an opening quote is a sentence start", `He said "Tobias is late" again.`, []found{{"Tobias is late", KindQuote}}},
 		{"lines are sentences", "Hello\nTobias came\nand Mira too", []found{{"Mira", KindName}}},
+		{"numbers written as words, with their unit", "I'll pay forty silver, or two dozen nails, or twenty-five gold.",
+			[]found{{"forty silver", KindNumber}, {"two dozen nails", KindNumber}, {"twenty-five gold", KindNumber}}},
+		{"a number word without a unit is no detail", "Those three are here. No one came. Give me two.", nil},
+		{"what someone owns", "My ring is gone and I lost my old sword at the forge; her cloak too.",
+			[]found{{"ring", KindThing}, {"sword", KindThing}, {"cloak", KindThing}}},
+		{"possessives of no thing", "On my way, in my own mind, by my word.", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

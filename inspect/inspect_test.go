@@ -280,6 +280,38 @@ func TestDiffFindsWhatWasLost(t *testing.T) {
 	}
 }
 
+// What was lost includes lowercase things someone owns and amounts written
+// as words; what the summary names is kept.
+func TestDiffFindsThingsAndNumberWords(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	span := w.turn("I lost my sword at the forge. I'll pay forty silver and two dozen nails for my old shield.")
+	w.turn("Nice weather.")
+	rec := w.compact(sleep.TriggerEmergency, span, "## Promises & debts\n- alice will pay two dozen nails for a shield.")
+	d, err := w.in.Diff(w.ctx, w.npc, rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := func(cs []Candidate) map[string]string {
+		out := map[string]string{}
+		for _, c := range cs {
+			out[c.Text] = c.Kind
+		}
+		return out
+	}
+	lost, kept := kinds(d.Lost), kinds(d.Kept)
+	for text, kind := range map[string]string{"sword": KindThing, "forty silver": KindNumber} {
+		if lost[text] != kind {
+			t.Errorf("lost %q as %q, want it lost as %s; lost %v", text, lost[text], kind, lost)
+		}
+	}
+	for text, kind := range map[string]string{"shield": KindThing, "two dozen nails": KindNumber} {
+		if kept[text] != kind {
+			t.Errorf("kept %q as %q, want it kept as %s; kept %v", text, kept[text], kind, kept)
+		}
+	}
+}
+
 func messageIDs(ms []character.Message) []int64 {
 	ids := make([]int64, len(ms))
 	for i, m := range ms {

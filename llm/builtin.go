@@ -20,8 +20,11 @@ const BuiltinModel = "builtin"
 // runs end to end out of the box and scenarios are reproducible in CI.
 //
 //   - A tick is answered with say/emote tool calls in the persona's voice
-//     that quote what the NPC just perceived, and that cite a recalled
-//     memory when someone asks whether it remembers.
+//     whose words come from the NPC's state, never from what it just
+//     heard: the memory, journal line, summary line or earlier exchange
+//     that shares the most words with what was said; else what it knows
+//     of the speaker; else its persona. So a check that a reply mentions
+//     the sword holds only when the NPC has the sword in mind.
 //   - A summarize request is answered with an extractive summary: lines of
 //     the transcript, kept verbatim, sorted into the sections the prompt
 //     asks for, merged with the previous summary, cut to the token limit.
@@ -78,7 +81,6 @@ var (
 	// The speaker is a name of at most three words, so speech quoted inside
 	// an emote is not read as someone else speaking.
 	speechRe = regexp.MustCompile(`^([\w'-]+(?: [\w'-]+){0,2}) (says|shouts|whispers to [^:"]{1,64}): ("(?:[^"\\]|\\.)*")`)
-	lostRe   = regexp.MustCompile(`(?i)\b(?:lost|stole|stolen|missing|took|misplaced)\b[^.?!]*?\bmy ([a-z][a-z'-]+)`)
 )
 
 type voice struct {
@@ -187,9 +189,13 @@ func (b *Builtin) tick(req Request) Message {
 		return Message{Role: RoleAssistant}
 	}
 	content := last.Content
-	// What it can remember: the memories recalled for this turn, then what
-	// it perceived earlier in the live history.
-	recalled := append(recalledLines(content), earlierLines(req.Messages[:len(req.Messages)-1])...)
+	// What it can remember: the memories recalled for this turn, what it
+	// perceived earlier in the live history, its context summary.
+	st := state{
+		role:     roleOf(firstLine(system), name),
+		present:  sectionLines(content, "## Present\n"),
+		recalled: append(append(sectionLines(content, "## Recalled\n"), earlierLines(req.Messages[:len(req.Messages)-1])...), summaryLines(system)...),
+	}
 	if _, now, ok := strings.Cut(content, "\n[NOW]\n"); ok {
 		content = now
 	}
@@ -233,7 +239,7 @@ func (b *Builtin) tick(req Request) Message {
 	}
 	switch ev.verb {
 	case "say":
-		call("say", opener+" "+reaction(ev, who, recalled, h))
+		call("say", opener+" "+reaction(ev, who, st, h))
 	case "arrive":
 		call("emote", "looks up and nods at "+who+".")
 		call("say", fmt.Sprintf("%s Welcome, %s. What brings you here?", opener, who))
@@ -254,10 +260,10 @@ func (b *Builtin) tick(req Request) Message {
 	}
 	if !has["say"] && !slices.ContainsFunc(calls, func(c ToolCall) bool { return c.Name == "emote" }) {
 		// Without say, words are shown as an emote rather than dropped.
-		call("emote", fmt.Sprintf("turns to %s and answers: %s %s", who, opener, reaction(ev, who, recalled, h)))
+		call("emote", fmt.Sprintf("turns to %s and answers: %s %s", who, opener, reaction(ev, who, st, h)))
 	}
 	if len(calls) == 0 { // neither say nor emote offered: answer in prose
-		return Message{Role: RoleAssistant, Content: opener + " " + reaction(ev, who, recalled, h)}
+		return Message{Role: RoleAssistant, Content: opener + " " + reaction(ev, who, st, h)}
 	}
 	return Message{Role: RoleAssistant, ToolCalls: calls}
 }
@@ -267,29 +273,79 @@ var (
 	greeting  = regexp.MustCompile(`(?i)^(hello|hi|hey|greetings|good (morning|day|evening)|well met)\b`)
 )
 
-func reaction(ev perceived, who string, recalled []string, h uint64) string {
-	text := ev.text
-	quote := snippet(text, 70)
-	if memoryAsk.MatchString(text) || strings.HasSuffix(strings.TrimSpace(text), "?") {
-		if best := bestRecall(text, recalled); best != "" {
-			return fmt.Sprintf("You ask %q? I remember: %s", quote, snippet(best, 160))
-		}
-	}
-	if m := lostRe.FindStringSubmatch(text); m != nil {
-		return fmt.Sprintf("Your %s, %s? %q — that's bad news. I'll keep an eye out for it.", m[1], who, quote)
-	}
-	if greeting.MatchString(strings.TrimSpace(text)) {
-		return fmt.Sprintf("%q to you too, %s. What do you need?", quote, who)
-	}
-	if strings.HasSuffix(strings.TrimSpace(text), "?") {
-		return fmt.Sprintf("You ask %q, %s? %s", quote, who, pick(h>>8, []string{"Let me think on that.", "A fair question.", "Here is what I know of it."}))
-	}
-	return fmt.Sprintf("%q, you say, %s. %s", quote, who, pick(h>>8, []string{"That stays with me.", "Noted.", "I hear you."}))
+// state is what the NPC has in mind when it answers: the words of a reply
+// come from here, never from what it just perceived.
+type state struct {
+	role     string   // the persona's description of the NPC ("the gruff village blacksmith of Oakvale")
+	present  []string // what it knows of those present (profile lines)
+	recalled []string // memories, earlier exchanges, summary lines
 }
 
-// recalledLines returns the memory lines of a working context.
-func recalledLines(content string) []string {
-	_, after, ok := strings.Cut(content, "## Recalled\n")
+// reaction is the words of a reply to ev: a promise to look out for what
+// someone lost; else the remembered line that shares the most words with
+// what was said; else what the NPC knows of the speaker; else a line of its
+// persona.
+func reaction(ev perceived, who string, st state, h uint64) string {
+	text := strings.TrimSpace(ev.text)
+	if lostRe.MatchString(text) { // a promise, in the NPC's own words
+		return fmt.Sprintf("That's bad news, %s. I'll keep an eye out for it.", who)
+	}
+	if best := bestRecall(text, st.recalled); best != "" {
+		return fmt.Sprintf("%s, I remember: %s", who, snippet(best, 160))
+	}
+	if known := knownOf(who, st.present); known != "" {
+		return fmt.Sprintf("I know you, %s: %s %s", who, snippet(known, 160), pick(h>>8, []string{"What is it now?", "Go on.", "Speak."}))
+	}
+	role := ""
+	if st.role != "" {
+		role = " I am " + st.role + "."
+	}
+	switch {
+	case greeting.MatchString(text):
+		return fmt.Sprintf("Well met, %s.%s What do you need?", who, role)
+	case memoryAsk.MatchString(text) || strings.HasSuffix(text, "?"):
+		return fmt.Sprintf("Nothing comes to mind about that, %s.%s %s", who, role, pick(h>>8, []string{"Ask me about my trade.", "Ask someone else, maybe.", "Tell me more."}))
+	}
+	return fmt.Sprintf("%s, %s.%s", pick(h>>8, []string{"I hear you", "Noted", "So you say"}), who, role)
+}
+
+var (
+	lostRe = regexp.MustCompile(`(?i)\b(?:lost|stole|stolen|missing|misplaced)\b[^.?!]*?\bmy [a-z]`)
+	// roleRe reads the NPC's description from its persona's first
+	// sentence: "You are Brom, the gruff village blacksmith of Oakvale."
+	roleRe = regexp.MustCompile(`^You are [^,.]{1,64}, ([^.\n]{3,120})`)
+)
+
+// roleOf is how the NPC describes itself, from the persona line of its
+// system prompt ("" when the persona does not say).
+func roleOf(personaLine, name string) string {
+	if m := roleRe.FindStringSubmatch(strings.TrimSpace(personaLine)); m != nil && !strings.Contains(m[1], "a character in a living game world") {
+		return strings.TrimSpace(m[1])
+	}
+	return ""
+}
+
+// knownOf returns what a profile line of the working context says of who.
+func knownOf(who string, present []string) string {
+	for _, l := range present {
+		name, rest, ok := strings.Cut(l, " ")
+		if !ok || !strings.EqualFold(name, who) {
+			continue
+		}
+		if _, facts, ok := strings.Cut(rest, "Known: "); ok {
+			return facts
+		}
+		if _, desc, ok := strings.Cut(rest, ": "); ok {
+			return desc
+		}
+	}
+	return ""
+}
+
+// sectionLines returns the "- " lines under header in a working context,
+// without their dash.
+func sectionLines(content, header string) []string {
+	_, after, ok := strings.Cut(content, header)
 	if !ok {
 		return nil
 	}
@@ -299,6 +355,25 @@ func recalledLines(content string) []string {
 			break
 		}
 		out = append(out, strings.TrimPrefix(l, "- "))
+	}
+	return out
+}
+
+// summaryLines returns the lines of the [CONTEXT SUMMARY] appended to a
+// system prompt.
+func summaryLines(system string) []string {
+	// The summary starts a line of its own; the instructions above it
+	// mention it mid-sentence.
+	i := strings.LastIndex(system, "\n[CONTEXT SUMMARY]")
+	if i < 0 {
+		return nil
+	}
+	summary := system[i:]
+	var out []string
+	for _, l := range strings.Split(summary, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "- ") {
+			out = append(out, strings.TrimPrefix(l, "- "))
+		}
 	}
 	return out
 }

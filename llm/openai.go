@@ -14,6 +14,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/npcd/npcd/internal/version"
 )
 
 // Defaults applied by NewClient to zero fields of ClientConfig.
@@ -331,6 +333,10 @@ type exchangeKey struct{}
 type recordingDoer struct{ hc *http.Client }
 
 func (d recordingDoer) Do(r *http.Request) (*http.Response, error) {
+	// go-openai builds a fresh request per attempt, so setting a header
+	// here touches no caller's request. Endpoints' operators see which npcd
+	// calls them.
+	r.Header.Set("User-Agent", version.UserAgent())
 	resp, err := d.hc.Do(r)
 	if resp != nil {
 		if x, ok := r.Context().Value(exchangeKey{}).(*exchange); ok {

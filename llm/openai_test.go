@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/npcd/npcd/internal/version"
 )
 
 // reply is one scripted answer of the fake server.
@@ -33,6 +35,7 @@ type recorded struct {
 	path string
 	body []byte
 	auth string
+	ua   string
 }
 
 // fakeServer is an OpenAI-compatible server under /v1 that answers each
@@ -52,7 +55,7 @@ func newFakeServer(t *testing.T, script map[string][]reply) *fakeServer {
 		body, _ := io.ReadAll(r.Body)
 		path := strings.TrimPrefix(r.URL.Path, "/v1")
 		f.mu.Lock()
-		f.reqs = append(f.reqs, recorded{path: path, body: body, auth: r.Header.Get("Authorization")})
+		f.reqs = append(f.reqs, recorded{path: path, body: body, auth: r.Header.Get("Authorization"), ua: r.Header.Get("User-Agent")})
 		q := f.script[path]
 		if len(q) == 0 {
 			f.mu.Unlock()
@@ -335,6 +338,9 @@ func TestChat(t *testing.T) {
 			}
 			if got, want := reqs[0].auth, "Bearer sk-test"; got != want {
 				t.Errorf("Authorization = %q, want %q", got, want)
+			}
+			if got, want := reqs[0].ua, version.UserAgent(); got != want {
+				t.Errorf("User-Agent = %q, want %q", got, want)
 			}
 			if diff := cmp.Diff(decodeJSON(t, []byte(tt.wire)), decodeJSON(t, reqs[0].body)); diff != "" {
 				t.Errorf("request body mismatch (-want +got):\n%s", diff)

@@ -248,15 +248,11 @@ func (l *loader) npc(n *yaml.Node, field string) {
 
 // tools decodes the NPC's game tools. A bare name is a tool without
 // arguments; say and emote, bare or without parameters, are the default
-// tools of that name.
+// tools of that name (character.ResolveTool, as the HTTP API reads them).
 func (l *loader) tools(n *yaml.Node, field string, where map[string]*yaml.Node) []character.ToolSpec {
 	items, ok := l.list(n, field)
 	if !ok {
 		return nil
-	}
-	defaults := map[string]character.ToolSpec{}
-	for _, t := range character.DefaultTools() {
-		defaults[t.Name] = t
 	}
 	out := []character.ToolSpec{}
 	for i, it := range items {
@@ -266,11 +262,7 @@ func (l *loader) tools(n *yaml.Node, field string, where map[string]*yaml.Node) 
 		if isScalar(resolve(it)) {
 			name, _ := l.str(it, f)
 			where[api+".name"] = resolve(it)
-			spec, ok := defaults[name]
-			if !ok {
-				spec = character.ToolSpec{Name: name}
-			}
-			out = append(out, spec)
+			out = append(out, character.ResolveTool(character.ToolSpec{Name: name}))
 			continue
 		}
 		to, ok := l.object(it, f, []string{"name", "description", "parameters", "returns"})
@@ -298,13 +290,7 @@ func (l *loader) tools(n *yaml.Node, field string, where map[string]*yaml.Node) 
 		if v, f, ok := to.get("returns"); ok {
 			spec.Returns, _ = l.boolean(v, f)
 		}
-		if d, ok := defaults[spec.Name]; ok && spec.Parameters == nil && !spec.Returns {
-			if spec.Description != "" {
-				d.Description = spec.Description
-			}
-			spec = d
-		}
-		out = append(out, spec)
+		out = append(out, character.ResolveTool(spec))
 	}
 	return out
 }

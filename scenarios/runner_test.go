@@ -41,8 +41,9 @@ func TestRunChecksExpectations(t *testing.T) {
 		want   []failed
 	}{
 		{"what the NPC did and kept", `
-      - action: {tool: say, contains: sword}
-      - action: {contains: "new one", matches: "(?i)^hm|^aye|^well"}
+      - action: {tool: say, contains: keep an eye out}
+      - action: {tool: say, contains: sword, not: true}
+      - action: {contains: "Alice", matches: "(?i)^hm|^aye|^well"}
       - journal: {type: conversation, contains: lost my sword}
       - profile: {entity: alice}
       - memory_search: {query: lost sword forge, contains: sword, k: 3}
@@ -58,7 +59,7 @@ func TestRunChecksExpectations(t *testing.T) {
 		{"an action that did not happen", `
       - action: {tool: say, contains: dragon}`, []failed{{11, "action"}}},
 		{"a not form that matches", `
-      - action: {tool: say, contains: sword, not: true}`, []failed{{11, "action"}}},
+      - action: {tool: say, contains: keep an eye out, not: true}`, []failed{{11, "action"}}},
 		{"a count too high", `
       - action: {tool: say, at_least: 2}`, []failed{{11, "action"}}},
 		{"nothing in the journal", `
@@ -106,7 +107,7 @@ func TestFailureSaysWhatWasExpectedAndFound(t *testing.T) {
 	if diff := cmp.Diff(want, rep.Failures, cmpopts.IgnoreFields(Failure{}, "Found")); diff != "" {
 		t.Fatalf("failures (-want +got):\n%s", diff)
 	}
-	if found := rep.Failures[0].Found; !strings.Contains(found, "none of 1 say actions") || !strings.Contains(found, "sword") {
+	if found := rep.Failures[0].Found; !strings.Contains(found, "none of 1 say actions") || !strings.Contains(found, "keep an eye out") {
 		t.Errorf("found %q, want the say that was made", found)
 	}
 }

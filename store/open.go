@@ -137,3 +137,20 @@ func Close(db *gorm.DB) error {
 
 // IsSQLite reports whether db talks to SQLite.
 func IsSQLite(db *gorm.DB) bool { return db.Dialector.Name() == "sqlite" }
+
+// Size returns the database's size in bytes: for SQLite the main file's
+// pages (the WAL is not counted), for PostgreSQL pg_database_size.
+func Size(ctx context.Context, db *gorm.DB) (int64, error) {
+	var n int64
+	q := db.WithContext(ctx)
+	var err error
+	if IsSQLite(db) {
+		err = q.Raw("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()").Scan(&n).Error
+	} else {
+		err = q.Raw("SELECT pg_database_size(current_database())").Scan(&n).Error
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: size: %w", err)
+	}
+	return n, nil
+}

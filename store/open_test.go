@@ -197,3 +197,23 @@ func TestOpenReadOnlyMissingFile(t *testing.T) {
 		t.Errorf("read-only open of a missing file succeeded")
 	}
 }
+
+func TestSize(t *testing.T) {
+	t.Parallel()
+	db, _ := openFile(t)
+	ctx := context.Background()
+	before, err := store.Size(ctx, db)
+	if err != nil || before <= 0 {
+		t.Fatalf("Size = %d, %v; want a positive size", before, err)
+	}
+	if err := db.Exec("CREATE TABLE filler (b BLOB)").Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec("INSERT INTO filler VALUES (zeroblob(200000))").Error; err != nil {
+		t.Fatal(err)
+	}
+	after, err := store.Size(ctx, db)
+	if err != nil || after < before+200000 {
+		t.Errorf("Size after 200 kB = %d (before %d), %v", after, before, err)
+	}
+}

@@ -89,10 +89,19 @@ func TestTickSaysSomethingAboutTheEvent(t *testing.T) {
 		t.Fatalf("want actions, got %+v", res)
 	}
 	a := res.Actions[0]
-	if a.Tool != "say" || !strings.Contains(a.Args["text"].(string), "sword") {
-		t.Fatalf("want a say about the sword, got %+v", a)
+	if text := a.Args["text"].(string); a.Tool != "say" || !strings.Contains(text, "alice") || strings.Contains(text, "sword") {
+		t.Fatalf("want a say to alice in Brom's own words (nothing he knows mentions a sword yet), got %+v", a)
 	}
-	t.Logf("%+v", res)
+	// Now Brom has the sword in mind: his history holds it.
+	if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{ID: "evt-2", Kind: "say", Actor: "alice", Text: "Do you remember my sword?"}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = env.eng.Tick(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := res.Actions[0].Args["text"].(string); !strings.Contains(text, "I remember") || !strings.Contains(text, "lost my sword") {
+		t.Fatalf("want Brom to recall the lost sword, got %+v", res.Actions)
+	}
 }
 
 func TestIdleTickMakesNoModelCall(t *testing.T) {

@@ -3,6 +3,7 @@ package tick
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/sleep"
@@ -35,6 +36,8 @@ type Result struct {
 	Warnings     []string `json:"warnings,omitempty"`
 	// Events is how many perceived events this tick consumed.
 	Events int `json:"events"`
+	// modelTime is the time the tick spent in model calls (its log line).
+	modelTime time.Duration
 }
 
 // Action is one game tool call.

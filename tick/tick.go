@@ -53,8 +53,33 @@ func (e *Engine) Tick(ctx context.Context, id string) (*Result, error) {
 		e.deps.Log.Debug().Err(err).Str("npc", id).Msg("tick failed")
 		return nil, err
 	}
+	e.logTick(res, e.deps.Clock.Since(start))
 	return res, nil
 }
+
+// logTick writes the one line an operator reads per tick: idle ticks at
+// debug level (a game polling idle NPCs would drown the rest), the others
+// at info.
+func (e *Engine) logTick(res *Result, d time.Duration) {
+	ev := e.deps.Log.Info()
+	if res.Idle {
+		ev = e.deps.Log.Debug()
+	}
+	if !ev.Enabled() {
+		return
+	}
+	ev = ev.Str("npc", res.NPC).Int64("tick", res.Tick).Bool("idle", res.Idle).
+		Int("prompt_tokens", res.Usage.PromptTokens).Int("completion_tokens", res.Usage.CompletionTokens).
+		Int("llm_calls", res.Usage.LLMCalls).Float64("model_ms", ms(res.modelTime)).Float64("duration_ms", ms(d)).
+		Float64("utilization", res.Context.Utilization).Int("actions", len(res.Actions))
+	if c := res.Compaction; c != nil {
+		ev = ev.Str("compaction", c.Trigger).Int("tokens_before", c.TokensBefore).Int("tokens_after", c.TokensAfter)
+	}
+	ev.Msg("tick")
+}
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // turnState accumulates what one tick produces before it is committed.
 type turnState struct {
@@ -73,7 +98,9 @@ type turnState struct {
 	text     string
 	invalid  int
 	comp     *sleep.Record
-	recovery string
+	// modelTime is the time spent in model calls, for the tick's log line.
+	modelTime time.Duration
+	recovery  string
 }
 
 func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
@@ -161,7 +188,7 @@ func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
 	res := &Result{
 		NPC: id, Tick: ts.tick, Actions: ts.actions, Awaiting: callIDs(ts.awaiting), Text: ts.text,
 		Context: ContextOf(after), Compaction: CompactionOf(ts.comp), Usage: ts.usage, Recovery: ts.recovery,
-		InvalidCalls: ts.invalid, Warnings: Warnings(after), Events: len(evs),
+		InvalidCalls: ts.invalid, Warnings: Warnings(after), Events: len(evs), modelTime: ts.modelTime,
 	}
 	if res.Actions == nil {
 		res.Actions = []Action{}
@@ -263,7 +290,9 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, li
 			history = newestTurn(live, ts.turn)
 		}
 		req.Messages = assemble(system, history, working, ts.current)
+		callStart := e.deps.Clock.Now()
 		resp, err := e.chat(ctx, c, req)
+		ts.modelTime += e.deps.Clock.Since(callStart)
 		if llm.IsOverflow(err) {
 			switch ts.recovery {
 			case "":

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -229,8 +228,8 @@ func (t *target) inspection(ctx context.Context, getenv func(string) string) (*a
 	if t.db == "" {
 		return t.client(), func() {}, nil
 	}
-	if _, err := os.Stat(t.db); err != nil {
-		return nil, nil, fmt.Errorf("--db %s: %w", t.db, err)
+	if err := existingDB(t.db); err != nil {
+		return nil, nil, err
 	}
 	cfg, err := configFromEnv(getenv)
 	if err != nil {

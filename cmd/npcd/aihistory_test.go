@@ -456,7 +456,7 @@ func TestAIHistory(t *testing.T) {
 			{[]string{"brom", "show", "q:4", db}, "is not a reference"},
 			{[]string{"brom", "show", "m:999999", db}, `message 999999 of npc "brom" does not exist`},
 			{[]string{"mira", db}, `npc "mira" does not exist`},
-			{[]string{"brom", "--db", filepath.Join(t.TempDir(), "none.db")}, "no such file"},
+			{[]string{"brom", "--db", filepath.Join(t.TempDir(), "none.db")}, "no database at"},
 		}
 		for _, tt := range tests {
 			_, err := aihistory(t, tt.args...)

@@ -540,7 +540,8 @@ func (s *session) diff(ctx context.Context, args []string) error {
 		t.Render()
 	}
 	fmt.Fprintln(w, "\nDetails are capitalized words not starting a sentence (after in/at/to/from…: places), the actors and rooms of")
-	fmt.Fprintln(w, "perceived events, numbers with their unit, and short double-quoted strings; matched whole-word, ignoring case.")
+	fmt.Fprintln(w, "perceived events, numbers with their unit (digits or words: 40 gold, forty silver), what someone owns (my sword),")
+	fmt.Fprintln(w, "and short double-quoted strings; matched whole-word, ignoring case.")
 	return nil
 }
 

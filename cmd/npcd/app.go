@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/rs/zerolog"
@@ -117,23 +119,34 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
-	comp, err := sleep.NewCompactor(sleep.CompactorDeps{DB: a.db, Characters: a.chars, Journal: a.journal, Remote: remote,
-		Builtin: builtin, Clock: clock, Log: a.log}, sleep.CompactorConfig{SummaryTimeout: cfg.LLMTimeout})
+	a.metrics = api.NewMetrics()
+	a.metrics.WatchStore(
+		func(ctx context.Context) (float64, error) {
+			n, err := a.chars.PendingTotal(ctx)
+			return float64(n), err
+		},
+		func(ctx context.Context) (float64, error) { n, err := store.Size(ctx, a.db); return float64(n), err })
+	// The engine reports its own model calls; summaries and consolidation
+	// are counted on the way.
+	sleepRemote, sleepBuiltin := observed(remote, cfg.Model, a.metrics), observed(builtin, llm.BuiltinModel, a.metrics)
+	comp, err := sleep.NewCompactor(sleep.CompactorDeps{DB: a.db, Characters: a.chars, Journal: a.journal, Remote: sleepRemote,
+		Builtin: sleepBuiltin, Clock: clock, Log: a.log}, sleep.CompactorConfig{SummaryTimeout: cfg.LLMTimeout})
 	if err != nil {
 		return err
 	}
 	a.compactor = comp
-	cons, err := sleep.NewConsolidator(sleep.ConsolidatorDeps{DB: a.db, Characters: a.chars, Journal: a.journal, Similar: ret, Remote: remote,
-		Builtin: builtin, Clock: clock, Log: a.log}, sleep.ConsolidatorConfig{Timeout: cfg.LLMTimeout})
+	cons, err := sleep.NewConsolidator(sleep.ConsolidatorDeps{DB: a.db, Characters: a.chars, Journal: a.journal, Similar: ret, Remote: sleepRemote,
+		Builtin: sleepBuiltin, Clock: clock, Log: a.log}, sleep.ConsolidatorConfig{Timeout: cfg.LLMTimeout})
 	if err != nil {
 		return err
 	}
-	a.metrics = api.NewMetrics()
 	// The scheduler calls the engine's Sleep and the engine keeps the
 	// scheduler in step with NPC settings; the closure breaks the cycle.
 	a.scheduler, err = sleep.NewScheduler(sleep.ScheduleConfig{DefaultCron: cfg.SleepCron, DefaultTimezone: cfg.SleepTimezone, Clock: clock, Log: a.log},
 		sleep.SleeperFunc(func(ctx context.Context, id string) (*sleep.Report, error) {
+			start := time.Now()
 			rep, err := a.engine.Sleep(ctx, id)
+			a.metrics.SleepDone(time.Since(start), rep, err)
 			if opt.slept != nil {
 				opt.slept(id, rep, err)
 			}
@@ -162,6 +175,28 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	}
 	a.server, err = api.New(api.Config{Token: cfg.APIToken, MaxBodyBytes: cfg.MaxBodyBytes, Log: a.log}, deps)
 	return err
+}
+
+// observed counts the model calls of ch (summaries, consolidation) in m,
+// under model unless a request names its own; nil stays nil.
+func observed(ch llm.Chatter, model string, m *api.Metrics) llm.Chatter {
+	if ch == nil {
+		return nil
+	}
+	return observedChatter{ch: ch, model: model, m: m}
+}
+
+type observedChatter struct {
+	ch    llm.Chatter
+	model string
+	m     *api.Metrics
+}
+
+func (o observedChatter) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	start := time.Now()
+	resp, err := o.ch.Chat(ctx, req)
+	o.m.ModelCallFor(req.Task, cmp.Or(req.Model, o.model), time.Since(start), resp.Usage, err)
+	return resp, err
 }
 
 // startSchedules schedules every stored NPC's sleep and starts the scheduler.

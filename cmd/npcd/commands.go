@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/npcd/npcd/internal/version"
 )
 
 // errFailed marks a command that ran and found failures (scenarios,
@@ -25,7 +27,9 @@ func rootCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Co
 		Short:         "npcd gives game NPCs a memory that lasts",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(),
 	}
+	root.SetVersionTemplate("npcd {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(scenarioCommand(stdout, stderr, getenv), serveCommand(stdout, stderr, getenv), benchCommand(stdout, stderr), compactCommand(stdout, getenv), sleepCommand(stdout, getenv), aihistoryCommand(stdout, getenv))

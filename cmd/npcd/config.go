@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -51,8 +52,12 @@ type Config struct {
 	SleepTimezone string
 	// ShutdownTimeout bounds a graceful shutdown (NPCD_SHUTDOWN_TIMEOUT); default 30s.
 	ShutdownTimeout time.Duration
-	// LogLevel is debug, info, warn or error (NPCD_LOG_LEVEL); default info.
+	// LogLevel is debug, info, warn or error (NPCD_LOG_LEVEL, --log-level); default info.
 	LogLevel string
+	// LogFormat is json (one object per line, for collectors) or console
+	// (aligned and coloured, for a terminal) (NPCD_LOG_FORMAT, --log-format);
+	// default json.
+	LogFormat string
 }
 
 // defaultConfig returns the embedded defaults.
@@ -61,64 +66,106 @@ func defaultConfig() Config {
 		Addr: "127.0.0.1:8740", DB: "./npcd.db", DBDriver: store.DriverSQLite,
 		LLMTimeout: 60 * time.Second, MaxConcurrentCalls: 8, TickTimeout: 2 * time.Minute,
 		MaxBodyBytes: 1 << 20, SleepCron: "0 3 * * *", SleepTimezone: "UTC", ShutdownTimeout: 30 * time.Second,
-		LogLevel: "info",
+		LogLevel: "info", LogFormat: "json",
 	}
+}
+
+// envVar is one environment variable of the configuration: the serve flag
+// that overrides it ("" for none), what it sets, and how.
+type envVar struct {
+	name string
+	flag string
+	help string
+	set  func(c *Config, v string) error
+}
+
+// envVars are every environment variable npcd reads, in the order they
+// apply (a later one wins: NPCD_LLM_API_KEY over OPENAI_API_KEY). serve's
+// help lists them.
+var envVars = []envVar{
+	{"NPCD_ADDR", "addr", "listen address; the other commands reach the daemon there", setStr(func(c *Config) *string { return &c.Addr })},
+	{"NPCD_DB", "db", "SQLite file or PostgreSQL DSN", setStr(func(c *Config) *string { return &c.DB })},
+	{"NPCD_DB_DRIVER", "db-driver", "sqlite or postgres", setStr(func(c *Config) *string { return &c.DBDriver })},
+	{"NPCD_LLM_BASE_URL", "llm-base-url", "OpenAI-compatible endpoint; empty: offline builtin model", setStr(func(c *Config) *string { return &c.LLMBaseURL })},
+	{"OPENAI_API_KEY", "", "the endpoint's key, when NPCD_LLM_API_KEY is unset", setStr(func(c *Config) *string { return &c.LLMAPIKey })},
+	{"NPCD_LLM_API_KEY", "", "the endpoint's key", setStr(func(c *Config) *string { return &c.LLMAPIKey })},
+	{"NPCD_MODEL", "model", "model of NPCs that name none", setStr(func(c *Config) *string { return &c.Model })},
+	{"NPCD_EMBEDDING_MODEL", "", "embedding model of the endpoint; empty: offline embedder", setStr(func(c *Config) *string { return &c.EmbeddingModel })},
+	{"NPCD_API_TOKEN", "", "bearer token every /v1 call needs; the other commands send it", setStr(func(c *Config) *string { return &c.APIToken })},
+	{"NPCD_SLEEP_CRON", "", "world default sleep schedule", setStr(func(c *Config) *string { return &c.SleepCron })},
+	{"NPCD_SLEEP_TZ", "", "time zone of sleep schedules", setStr(func(c *Config) *string { return &c.SleepTimezone })},
+	{"NPCD_LOG_LEVEL", "log-level", "debug, info, warn or error", setStr(func(c *Config) *string { return &c.LogLevel })},
+	{"NPCD_LOG_FORMAT", "log-format", "json or console", setStr(func(c *Config) *string { return &c.LogFormat })},
+	{"NPCD_LLM_TIMEOUT", "", "one HTTP attempt to the endpoint", setDur(func(c *Config) *time.Duration { return &c.LLMTimeout })},
+	{"NPCD_TICK_TIMEOUT", "", "one tick, model calls included", setDur(func(c *Config) *time.Duration { return &c.TickTimeout })},
+	{"NPCD_SHUTDOWN_TIMEOUT", "", "a graceful shutdown", setDur(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+	{"NPCD_MAX_CONCURRENT_CALLS", "", "model calls in flight across all NPCs", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		c.MaxConcurrentCalls = n
+		return nil
+	}},
+	{"NPCD_MAX_BODY_BYTES", "", "request body limit (413 above)", func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		c.MaxBodyBytes = n
+		return nil
+	}},
+}
+
+func setStr(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func setDur(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration (like 30s or 2m)", v)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// envNames lists the variables of envVars.
+func envNames() []string {
+	var out []string
+	for _, ev := range envVars {
+		out = append(out, ev.name)
+	}
+	return out
+}
+
+// envHelp is the environment section of serve's help.
+func envHelp() string {
+	var b strings.Builder
+	b.WriteString("Environment (a flag overrides its variable):\n")
+	for _, ev := range envVars {
+		flag := ""
+		if ev.flag != "" {
+			flag = "--" + ev.flag
+		}
+		fmt.Fprintf(&b, "  %-26s %-15s %s\n", ev.name, flag, ev.help)
+	}
+	return b.String()
 }
 
 // configFromEnv returns the defaults overridden by the environment.
 // Environment variables are read here and nowhere else.
 func configFromEnv(getenv func(string) string) (Config, error) {
 	c := defaultConfig()
-	str := func(dst *string, keys ...string) {
-		for _, k := range keys {
-			if v := getenv(k); v != "" {
-				*dst = v
-				return
-			}
-		}
-	}
 	var errs []error
-	dur := func(dst *time.Duration, key string) {
-		if v := getenv(key); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %q is not a duration (like 30s or 2m)", key, v))
-				return
+	for _, ev := range envVars {
+		if v := getenv(ev.name); v != "" {
+			if err := ev.set(&c, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", ev.name, err))
 			}
-			*dst = d
 		}
-	}
-	num := func(dst *int, key string) {
-		if v := getenv(key); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %q is not an integer", key, v))
-				return
-			}
-			*dst = n
-		}
-	}
-	str(&c.Addr, "NPCD_ADDR")
-	str(&c.DB, "NPCD_DB")
-	str(&c.DBDriver, "NPCD_DB_DRIVER")
-	str(&c.LLMBaseURL, "NPCD_LLM_BASE_URL")
-	str(&c.LLMAPIKey, "NPCD_LLM_API_KEY", "OPENAI_API_KEY")
-	str(&c.Model, "NPCD_MODEL")
-	str(&c.EmbeddingModel, "NPCD_EMBEDDING_MODEL")
-	str(&c.APIToken, "NPCD_API_TOKEN")
-	str(&c.SleepCron, "NPCD_SLEEP_CRON")
-	str(&c.SleepTimezone, "NPCD_SLEEP_TZ")
-	str(&c.LogLevel, "NPCD_LOG_LEVEL")
-	dur(&c.LLMTimeout, "NPCD_LLM_TIMEOUT")
-	dur(&c.TickTimeout, "NPCD_TICK_TIMEOUT")
-	dur(&c.ShutdownTimeout, "NPCD_SHUTDOWN_TIMEOUT")
-	num(&c.MaxConcurrentCalls, "NPCD_MAX_CONCURRENT_CALLS")
-	if v := getenv("NPCD_MAX_BODY_BYTES"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("NPCD_MAX_BODY_BYTES: %q is not an integer", v))
-		}
-		c.MaxBodyBytes = n
 	}
 	return c, errors.Join(errs...)
 }
@@ -154,14 +201,20 @@ func (c *Config) Validate() error {
 	if _, err := zerolog.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
 		return fmt.Errorf("log-level: %q is not debug, info, warn or error", c.LogLevel)
 	}
+	if c.LogFormat != "json" && c.LogFormat != "console" {
+		return fmt.Errorf("log-format: %q is not json or console", c.LogFormat)
+	}
 	if _, err := time.LoadLocation(c.SleepTimezone); err != nil {
 		return fmt.Errorf("sleep-timezone: unknown time zone %q", c.SleepTimezone)
 	}
 	return nil
 }
 
-// logger builds the daemon's JSON logger.
+// logger builds the daemon's logger in the configured format.
 func (c *Config) logger(w io.Writer) zerolog.Logger {
 	lvl, _ := zerolog.ParseLevel(c.LogLevel)
+	if c.LogFormat == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -16,7 +17,7 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "npcd:", err)
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		os.Exit(exitCode(err))
 	}
 }
@@ -26,4 +27,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	root := rootCommand(stdout, stderr, getenv)
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
+}
+
+// errorLine is how a failed command's error is printed: prefixed with
+// "npcd: " once, also when the error comes from the API client, whose
+// errors already name npcd.
+func errorLine(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "npcd: ") {
+		return msg
+	}
+	return "npcd: " + msg
 }

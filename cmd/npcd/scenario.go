@@ -47,7 +47,7 @@ playtesting: its answers are not deterministic.`,
 		},
 	}
 	runCmd.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
-	runCmd.Flags().StringVar(&model, "model", "", "model to run with instead of the file's: builtin, scripted or openai")
+	runCmd.Flags().StringVar(&model, "model", "", "model to run with instead of the file's: builtin, scripted or openai (the endpoint of NPCD_LLM_BASE_URL with NPCD_LLM_API_KEY and NPCD_MODEL)")
 	runCmd.Flags().StringVar(&keep, "keep-db", "", "keep the scenario's database at this new file, for npcd aihistory --db")
 	cmd.AddCommand(runCmd)
 	return cmd

@@ -99,7 +99,7 @@ steps:
   - event: {actor: Alice, text: "I lost my sword at the forge."}
     tick: once
     expect:
-      - action: {tool: say, contains: sword}
+      - action: {tool: say, contains: keep an eye out}
 `
 
 func TestScenarioRunCommand(t *testing.T) {

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/npcd/npcd/internal/version"
+	"github.com/npcd/npcd/store"
 )
 
 // serveFlags binds the daemon's flags to cfg (flags override the environment).
@@ -21,6 +24,7 @@ func serveFlags(cmd *cobra.Command, cfg *Config) {
 	f.StringVar(&cfg.LLMBaseURL, "llm-base-url", cfg.LLMBaseURL, "OpenAI-compatible endpoint; empty: offline builtin model (NPCD_LLM_BASE_URL)")
 	f.StringVar(&cfg.Model, "model", cfg.Model, "model of NPCs that name none (NPCD_MODEL)")
 	f.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error (NPCD_LOG_LEVEL)")
+	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json, or console for a terminal (NPCD_LOG_FORMAT)")
 }
 
 func serveCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
@@ -29,6 +33,7 @@ func serveCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: the HTTP API, ticks and sleep schedules",
+		Long:  "Run the daemon: the HTTP API, ticks and sleep schedules.\n\n" + envHelp(),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if envErr != nil {
@@ -40,6 +45,17 @@ func serveCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 	cfg, envErr = configFromEnv(getenv)
 	serveFlags(cmd, &cfg)
 	return cmd
+}
+
+// startupWarnings are what an operator should know about the configuration
+// before relying on it.
+func startupWarnings(cfg Config) []string {
+	var out []string
+	if cfg.DBDriver == store.DriverPostgres {
+		out = append(out, "PostgreSQL: keyword search matches the query's terms with ILIKE, without BM25 ranking; "+
+			"full-text search (FTS5 with BM25) needs SQLite")
+	}
+	return out
 }
 
 // serve runs the daemon until ctx ends, then shuts down gracefully: it stops
@@ -70,7 +86,10 @@ func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- strin
 		WriteTimeout:      cfg.TickTimeout + 30*time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	log.Info().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("model", cfg.Model).Msg("npcd listening")
+	log.Info().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("model", cfg.Model).Str("version", version.String()).Msg("npcd listening")
+	for _, w := range startupWarnings(cfg) {
+		log.Warn().Msg(w)
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

@@ -20,6 +20,13 @@ import (
 // a client and a stop function that waits for a clean shutdown.
 func startDaemon(t *testing.T, dir string) (*api.Client, func()) {
 	t.Helper()
+	client, _, stop := startDaemonAt(t, dir)
+	return client, stop
+}
+
+// startDaemonAt is startDaemon that also returns the address it listens on.
+func startDaemonAt(t *testing.T, dir string) (*api.Client, string, func()) {
+	t.Helper()
 	cfg := defaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DB = filepath.Join(dir, "npcd.db")
@@ -38,7 +45,7 @@ func startDaemon(t *testing.T, dir string) (*api.Client, func()) {
 		t.Fatal("serve did not start")
 	}
 	client := api.NewClient("http://"+addr, "", &http.Client{Timeout: time.Minute})
-	return client, func() {
+	return client, addr, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("shutdown: %v", err)
@@ -64,8 +71,8 @@ func TestWalkthroughAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Actions) == 0 || res.Actions[0].Tool != "say" || !strings.Contains(res.Actions[0].Args["text"].(string), "sword") {
-		t.Fatalf("tick: %+v, want a say about the sword", res)
+	if len(res.Actions) == 0 || res.Actions[0].Tool != "say" || !strings.Contains(res.Actions[0].Args["text"].(string), "keep an eye out") {
+		t.Fatalf("tick: %+v, want a say promising to look out", res)
 	}
 	stop()
 
