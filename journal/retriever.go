@@ -263,6 +263,11 @@ func (r *Retriever) DeleteNPC(_ context.Context, _ *gorm.DB, id string) error {
 	return nil
 }
 
+// Forget drops the cached index of NPC id. The engine calls it again once a
+// delete has committed: a search that read the NPC's rows while the delete
+// ran may have cached them after DeleteNPC.
+func (r *Retriever) Forget(id string) { r.forget(id) }
+
 func (r *Retriever) forget(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

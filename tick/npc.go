@@ -20,6 +20,13 @@ type Owner interface {
 	DeleteNPC(ctx context.Context, tx *gorm.DB, id string) error
 }
 
+// Forgetter is an Owner that also caches rows of an NPC in memory. The
+// engine calls Forget once a delete has committed, since a reader that ran
+// during the delete may have cached rows the delete removed.
+type Forgetter interface {
+	Forget(id string)
+}
+
 // Scheduler keeps each NPC's sleep schedule in step with its settings.
 type Scheduler interface {
 	// Check validates an NPC's schedule settings without changing anything;
@@ -75,7 +82,12 @@ func (e *Engine) PutNPC(ctx context.Context, c *character.Character) (created bo
 	return created, nil
 }
 
-// DeleteNPC removes an NPC and everything stored about it.
+// DeleteNPC removes an NPC and everything stored about it, in one
+// transaction under the NPC's lock. Writers that work without the lock
+// (event posts, a sleep's consolidation and summary) check inside their own
+// transactions that the NPC they started with still exists (character.Store.Still),
+// so nothing lands after the delete and an NPC created again under the same
+// id starts empty.
 func (e *Engine) DeleteNPC(ctx context.Context, id string) error {
 	err := e.withNPC(ctx, id, func(ctx context.Context) error {
 		return e.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -92,6 +104,11 @@ func (e *Engine) DeleteNPC(ctx context.Context, id string) error {
 	})
 	if err != nil {
 		return err
+	}
+	for _, o := range e.deps.Owners {
+		if f, ok := o.(Forgetter); ok {
+			f.Forget(id)
+		}
 	}
 	e.toolsets.Delete(id)
 	if e.deps.Scheduler != nil {
