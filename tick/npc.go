@@ -8,7 +8,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
-	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/store"
 	"github.com/npcd/npcd/tools"
@@ -59,13 +58,11 @@ func (e *Engine) PutNPC(ctx context.Context, c *character.Character) (created bo
 			return false, err
 		}
 	}
-	counter := e.Counter(c.Model)
-	c.State.SystemTokens = counter.Message(llm.Message{Role: llm.RoleSystem, Content: SystemPrompt(c)}) + llm.ReplyPriming
-	c.State.ToolTokens = counter.Tools(set.Definitions())
-	if fixed := c.State.SystemTokens + c.State.ToolTokens + c.MaxOutputTokens; float64(fixed) >= c.Compaction.EmergencyThreshold*float64(c.ContextWindow) {
-		return false, &character.FieldError{Field: "context_window", Message: fmt.Sprintf(
-			"persona, instructions, tools and max_output_tokens alone take %d tokens, over the emergency threshold of this window", fixed)}
+	fit, err := CheckFit(c, set, e.Counter(c.Model))
+	if err != nil {
+		return false, err
 	}
+	c.State.SystemTokens, c.State.ToolTokens = fit.SystemTokens, fit.ToolTokens
 	err = e.withNPC(ctx, c.ID, func(ctx context.Context) error {
 		created, err = e.deps.Characters.Put(ctx, c)
 		return err

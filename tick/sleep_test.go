@@ -234,6 +234,7 @@ func TestMemorySearchFindsAFactSaidBeforeThreeCompactions(t *testing.T) {
 	ctx := context.Background()
 	c := brom()
 	c.ContextWindow = 2048
+	c.MaxOutputTokens = 256 // the default 512 leaves no room for a turn in 2,048 tokens
 	if _, err := env.eng.PutNPC(ctx, c); err != nil {
 		t.Fatal(err)
 	}
