@@ -65,3 +65,27 @@ func TestSettingsThatLeaveNoRoomAreRefused(t *testing.T) {
 		t.Fatalf("after a refused replace the NPC is %+v (%v), want its old persona", npc, err)
 	}
 }
+
+// An event dated far ahead of the game's clock is refused with 422 naming
+// it, and nothing of the request is stored.
+func TestEventFarAheadIsRefused(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.put("brom", bromSettings())
+	e.say("brom", "evt-1", "Morning, Brom.")
+	if r := e.do("POST", "/v1/npcs/brom/tick", ""); r.status != 200 {
+		t.Fatalf("tick = %d %s", r.status, r.body)
+	}
+	r := e.do("POST", "/v1/npcs/brom/events", `{"events": [{"id": "evt-2", "kind": "say", "actor": "bob", "text": "Hi."},
+		{"id": "evt-3", "kind": "say", "actor": "bob", "text": "The end of days.", "at": "9999-12-31T00:00:00Z"}]}`)
+	if r.status != 422 {
+		t.Fatalf("POST = %d %s, want 422", r.status, r.body)
+	}
+	if got := errorOf(t, r); got.Code != CodeUnprocessable || !strings.HasPrefix(got.Message, "events[1].at:") {
+		t.Fatalf("error %+v, want events[1].at", got)
+	}
+	// evt-2 was not stored: posting it again accepts it.
+	r = e.do("POST", "/v1/npcs/brom/events", `{"events": [{"id": "evt-2", "kind": "say", "actor": "bob", "text": "Hi."}]}`)
+	if r.status != 202 || !strings.Contains(string(r.body), `"accepted":1`) {
+		t.Fatalf("re-post = %d %s, want evt-2 accepted", r.status, r.body)
+	}
+}

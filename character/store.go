@@ -159,6 +159,19 @@ func (s *Store) lockRow(ctx context.Context, id string) (time.Time, error) {
 	return rows[0].CreatedAt, nil
 }
 
+// WorldClock returns the latest game time any NPC has perceived: the game's
+// clock as npcd knows it, zero before the first tick of any NPC.
+func (s *Store) WorldClock(ctx context.Context) (time.Time, error) {
+	var ts []time.Time
+	if err := s.q(ctx).Model(&Character{}).Order("game_time DESC").Limit(1).Pluck("game_time", &ts).Error; err != nil {
+		return time.Time{}, fmt.Errorf("world clock: %w", err)
+	}
+	if len(ts) == 0 {
+		return time.Time{}, nil
+	}
+	return ts[0].UTC(), nil
+}
+
 // UpdateState writes the given state columns of an NPC (see State's column
 // names). Token totals are changed only by the history methods.
 func (s *Store) UpdateState(ctx context.Context, id string, cols map[string]any) error {

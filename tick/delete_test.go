@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -187,5 +189,57 @@ func TestConcurrentWritersDuringDeletesLeaveNoOrphans(t *testing.T) {
 	wg.Wait()
 	if left := rowsOf(t, env.eng.deps.DB, "brom"); len(left) > 0 {
 		t.Fatalf("rows left after the last delete: %v", left)
+	}
+}
+
+func TestEventsFarAheadOfTheGamesClockAreRefused(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	// The game's calendar is its own: before any NPC perceived anything,
+	// any date sets it.
+	start := time.Date(2300, 3, 2, 9, 0, 0, 0, time.UTC)
+	if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: "Morning, Brom.", At: start}}); err != nil {
+		t.Fatalf("the first event of a game set in 2300: %v", err)
+	}
+	if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	far := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	_, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{
+		{Kind: "say", Actor: "alice", Text: "Still here?", At: start.Add(time.Hour)},
+		{Kind: "say", Actor: "bob", Text: "The end of days.", At: far},
+	})
+	var ue *character.UnfitError
+	if !errors.As(err, &ue) || ue.Field != "events[1].at" || !strings.Contains(ue.Message, "366 days") {
+		t.Fatalf("an event at %v: %v, want events[1].at refused", far, err)
+	}
+	if n, _ := env.chars.PendingCount(ctx, "brom"); n != 0 {
+		t.Fatalf("a refused post stored %d events", n)
+	}
+	if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "bob", Text: "Next year.", At: start.Add(367 * 24 * time.Hour)}}); !errors.As(err, &ue) {
+		t.Fatalf("an event 367 days ahead: %v, want refused", err)
+	}
+	// A season's skip is fine, and the NPC's clock follows.
+	skip := start.Add(200 * 24 * time.Hour)
+	if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: "Spring again.", At: skip}}); err != nil {
+		t.Fatalf("an event 200 days ahead: %v", err)
+	}
+	if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := env.chars.Get(ctx, "brom"); err != nil || !c.State.GameTime.Equal(skip) {
+		t.Fatalf("game time %v (%v), want %v", c.State.GameTime, err, skip)
+	}
+	// The window runs from the game's clock, not from each NPC's: a new NPC
+	// (or one left alone for long) perceives the present.
+	cora := &character.Character{ID: "cora", Name: "Cora", Persona: "You are Cora, the miller."}
+	if _, err := env.eng.PutNPC(ctx, cora); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := env.eng.PostEvents(ctx, "cora", []EventInput{{Kind: "say", Actor: "alice", Text: "Flour, please.", At: skip.Add(300 * 24 * time.Hour)}}); err != nil {
+		t.Fatalf("a new NPC's event near the game's clock: %v", err)
 	}
 }
