@@ -53,6 +53,12 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// LogLevel is debug, info, warn or error (NPCD_LOG_LEVEL); default info.
 	LogLevel string
+	// IndexCacheMB bounds the memory search's in-memory index cache, in
+	// MiB (NPCD_INDEX_CACHE_MB); default 128.
+	IndexCacheMB int
+	// WALCheckpoint is how often the daemon checkpoints and truncates
+	// SQLite's write-ahead log (NPCD_WAL_CHECKPOINT); default 1m.
+	WALCheckpoint time.Duration
 }
 
 // defaultConfig returns the embedded defaults.
@@ -61,7 +67,7 @@ func defaultConfig() Config {
 		Addr: "127.0.0.1:8740", DB: "./npcd.db", DBDriver: store.DriverSQLite,
 		LLMTimeout: 60 * time.Second, MaxConcurrentCalls: 8, TickTimeout: 2 * time.Minute,
 		MaxBodyBytes: 1 << 20, SleepCron: "0 3 * * *", SleepTimezone: "UTC", ShutdownTimeout: 30 * time.Second,
-		LogLevel: "info",
+		LogLevel: "info", IndexCacheMB: 128, WALCheckpoint: time.Minute,
 	}
 }
 
@@ -113,6 +119,8 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 	dur(&c.TickTimeout, "NPCD_TICK_TIMEOUT")
 	dur(&c.ShutdownTimeout, "NPCD_SHUTDOWN_TIMEOUT")
 	num(&c.MaxConcurrentCalls, "NPCD_MAX_CONCURRENT_CALLS")
+	num(&c.IndexCacheMB, "NPCD_INDEX_CACHE_MB")
+	dur(&c.WALCheckpoint, "NPCD_WAL_CHECKPOINT")
 	if v := getenv("NPCD_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -150,6 +158,10 @@ func (c *Config) Validate() error {
 		return errors.New("max-body-bytes: must be at least 1024")
 	case c.ShutdownTimeout < 0:
 		return errors.New("shutdown-timeout: must not be negative")
+	case c.IndexCacheMB < 1 || c.IndexCacheMB > 1<<20:
+		return errors.New("index-cache-mb (NPCD_INDEX_CACHE_MB): must be between 1 and 1048576")
+	case c.WALCheckpoint < time.Second:
+		return errors.New("wal-checkpoint (NPCD_WAL_CHECKPOINT): must be at least 1s")
 	}
 	if _, err := zerolog.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
 		return fmt.Errorf("log-level: %q is not debug, info, warn or error", c.LogLevel)
