@@ -40,6 +40,7 @@ func newInspectedRun(t *testing.T, o envOpts) *inspectedRun {
 	ctx := context.Background()
 	s := bromSettings()
 	s.ContextWindow = 2048
+	s.MaxOutputTokens = 256 // the default 512 leaves no room for a turn in 2,048 tokens
 	e.put("brom", s)
 	r := &inspectedRun{e: e, live: map[int64][]int64{}}
 	for i := 0; i < 24; i++ {

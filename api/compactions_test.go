@@ -15,6 +15,7 @@ func TestCompactionsAreListedAndWarned(t *testing.T) {
 	ctx := context.Background()
 	s := bromSettings()
 	s.ContextWindow = 2048
+	s.MaxOutputTokens = 256 // the default 512 leaves no room for a turn in 2,048 tokens
 	e.put("brom", s)
 	if rs, err := e.client.Compactions(ctx, "brom"); err != nil || len(rs) != 0 {
 		t.Fatalf("before any compaction: %v %v", rs, err)

@@ -32,6 +32,7 @@ const (
 	CodeConflict         = "conflict"
 	CodePayloadTooLarge  = "payload_too_large"
 	CodeInvalidSchema    = "invalid_schema"
+	CodeUnprocessable    = "unprocessable"
 	CodeTooBusy          = "too_busy"
 	CodeInternal         = "internal"
 	CodeModelError       = "model_error"
@@ -99,6 +100,7 @@ func classify(err error, npc string) problem {
 		mbe *http.MaxBytesError
 		me  *methodError
 		fe  *character.FieldError
+		ue  *character.UnfitError
 		ie  *tick.InputError
 		se  *tools.SchemaError
 		ce  *tick.ConflictError
@@ -118,6 +120,8 @@ func classify(err error, npc string) problem {
 	case errors.As(err, &me):
 		allow := strings.Join(me.allow, ", ")
 		return problem{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, allow: allow, message: "method not allowed; allowed: " + allow}
+	case errors.As(err, &ue):
+		return problem{status: http.StatusUnprocessableEntity, code: CodeUnprocessable, message: ue.Error()}
 	case errors.As(err, &fe):
 		return problem{status: http.StatusBadRequest, code: CodeBadRequest, message: fe.Error()}
 	case errors.As(err, &ie):

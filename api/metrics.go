@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tick"
@@ -102,6 +103,27 @@ func NewMetrics() *Metrics {
 	}
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
+}
+
+// WatchIndexCache adds gauges of the memory search's in-memory index cache,
+// read at each scrape: npcd_index_cache_bytes, npcd_index_cache_limit_bytes
+// and npcd_index_cache_entries (NPCs with an index cached).
+func (m *Metrics) WatchIndexCache(stats func() journal.CacheStats) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_index_cache_bytes", Help: "Memory held by the search index cache."},
+			func() float64 { return float64(stats().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_index_cache_limit_bytes", Help: "Budget of the search index cache (NPCD_INDEX_CACHE_MB)."},
+			func() float64 { return float64(stats().Limit) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_index_cache_entries", Help: "NPCs whose search index is cached."},
+			func() float64 { return float64(stats().Entries) }),
+	)
+}
+
+// WatchWAL adds a gauge of the size of SQLite's write-ahead log, read at
+// each scrape: npcd_db_wal_bytes.
+func (m *Metrics) WatchWAL(size func() int64) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_db_wal_bytes", Help: "Size of the SQLite write-ahead log file."},
+		func() float64 { return float64(size()) }))
 }
 
 // Registry returns the registry the metrics are on, for adding collectors.

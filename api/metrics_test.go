@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tick"
@@ -144,4 +146,22 @@ func sampleCount(t *testing.T, m *Metrics, name string) uint64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+func TestMetricsWatchCacheAndWAL(t *testing.T) {
+	t.Parallel()
+	m := NewMetrics()
+	st := journal.CacheStats{Bytes: 4096, Limit: 128 << 20, Entries: 3}
+	m.WatchIndexCache(func() journal.CacheStats { return st })
+	m.WatchWAL(func() int64 { return 12345 })
+	rec := httptest.NewRecorder()
+	m.handler.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	text := rec.Body.String()
+	for _, want := range []string{
+		"npcd_index_cache_bytes 4096", "npcd_index_cache_limit_bytes 1.34217728e+08", "npcd_index_cache_entries 3", "npcd_db_wal_bytes 12345",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 }

@@ -253,6 +253,20 @@ func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Me
 // Unwrap makes a FieldError match ErrInvalid.
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
+// UnfitError is a value that is well formed on its own but cannot work
+// with the rest: settings whose fixed part leaves no room for a turn, an
+// event dated far from the NPC's clock. It names the field to change and
+// says what would fit. It matches ErrInvalid.
+type UnfitError struct {
+	Field   string
+	Message string
+}
+
+func (e *UnfitError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Message) }
+
+// Unwrap makes an UnfitError match ErrInvalid.
+func (e *UnfitError) Unwrap() error { return ErrInvalid }
+
 // Validate checks settings after ApplyDefaults. It returns a *FieldError.
 func (c *Character) Validate() error {
 	bad := func(field, format string, args ...any) error {

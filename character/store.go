@@ -126,6 +126,52 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	})
 }
 
+// Still checks, inside the caller's write transaction, that NPC c is still
+// the NPC it was when c was loaded: neither deleted nor deleted and created
+// again under the same id (its CreatedAt tells one life from the next). A
+// writer that ran part of its work outside the NPC's lock (a sleep's
+// consolidation, a summary) calls it before writing, so nothing it made
+// lands on a deleted NPC or on its successor. On PostgreSQL the row is
+// share-locked, so a concurrent delete waits for the caller's commit; on
+// SQLite the write transaction already excludes it.
+func (s *Store) Still(ctx context.Context, c *Character) error {
+	born, err := s.lockRow(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if !born.Equal(c.CreatedAt) {
+		return fmt.Errorf("%w: npc %q was deleted and created again", ErrNotFound, c.ID)
+	}
+	return nil
+}
+
+// lockRow share-locks NPC id's row for the rest of the transaction and
+// returns when the NPC was created, or ErrNotFound.
+func (s *Store) lockRow(ctx context.Context, id string) (time.Time, error) {
+	var rows []Character
+	err := s.q(ctx).Clauses(clause.Locking{Strength: "SHARE"}).Select("id", "created_at").Where("id = ?", id).Limit(1).Find(&rows).Error
+	if err != nil {
+		return time.Time{}, fmt.Errorf("load npc %q: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return time.Time{}, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	return rows[0].CreatedAt, nil
+}
+
+// WorldClock returns the latest game time any NPC has perceived: the game's
+// clock as npcd knows it, zero before the first tick of any NPC.
+func (s *Store) WorldClock(ctx context.Context) (time.Time, error) {
+	var ts []time.Time
+	if err := s.q(ctx).Model(&Character{}).Order("game_time DESC").Limit(1).Pluck("game_time", &ts).Error; err != nil {
+		return time.Time{}, fmt.Errorf("world clock: %w", err)
+	}
+	if len(ts) == 0 {
+		return time.Time{}, nil
+	}
+	return ts[0].UTC(), nil
+}
+
 // UpdateState writes the given state columns of an NPC (see State's column
 // names). Token totals are changed only by the history methods.
 func (s *Store) UpdateState(ctx context.Context, id string, cols map[string]any) error {
@@ -143,9 +189,15 @@ func (s *Store) UpdateState(ctx context.Context, id string, cols map[string]any)
 // fails with ErrInboxFull and stores nothing: the game learns at once that
 // the NPC is not keeping up, and nothing it was told was accepted is ever
 // dropped. Duplicates take no room, so a game retrying a post whose answer
-// it lost is told they are duplicates even when the inbox is full.
+// it lost is told they are duplicates even when the inbox is full. An NPC
+// that does not exist (or was deleted meanwhile) is ErrNotFound.
 func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPending int) (accepted, duplicates int, err error) {
 	err = s.q(ctx).Transaction(func(tx *gorm.DB) error {
+		// Checked in the transaction that inserts, so an event posted while
+		// the NPC is deleted is refused rather than left without its NPC.
+		if _, err := s.WithTx(tx).lockRow(ctx, id); err != nil {
+			return err
+		}
 		var pending int64
 		if err := tx.Model(&Event{}).Where("character_id = ? AND consumed_at IS NULL", id).Count(&pending).Error; err != nil {
 			return err
@@ -179,7 +231,7 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrInboxFull) {
+		if errors.Is(err, ErrInboxFull) || errors.Is(err, ErrNotFound) {
 			return 0, 0, err
 		}
 		return 0, 0, fmt.Errorf("add events for %q: %w", id, err)

@@ -28,7 +28,7 @@ const (
 	DefaultRecencyWeight    = 0.15
 	DefaultImportanceWeight = 0.10
 	DefaultNeighbourWeight  = 0.5
-	DefaultCacheBytes       = 512 << 20
+	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 400
 	// MaxK bounds the results of one search.
@@ -180,7 +180,7 @@ func WithEmbedder(e llm.Embedder, model string) Option {
 }
 
 // WithCacheBytes bounds the memory the decoded vectors of all NPCs may
-// hold (default 512 MiB); least recently searched NPCs are dropped first.
+// hold (default 128 MiB); least recently searched NPCs are dropped first.
 // The NPC being searched is always kept, so one NPC larger than the budget
 // still works, alone. It must be positive.
 func WithCacheBytes(n int64) Option {
@@ -262,6 +262,31 @@ func (r *Retriever) DeleteNPC(_ context.Context, _ *gorm.DB, id string) error {
 	r.forget(id)
 	return nil
 }
+
+// CacheStats is the size of the in-memory search index cache.
+type CacheStats struct {
+	// Bytes is what the cached indexes hold, as measured when each was last
+	// released; Limit is the budget (WithCacheBytes).
+	Bytes, Limit int64
+	// Entries is how many NPCs have an index cached.
+	Entries int
+}
+
+// CacheStats reports the cache's size, for metrics.
+func (r *Retriever) CacheStats() CacheStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := CacheStats{Limit: r.cfg.cacheBytes, Entries: len(r.npcs)}
+	for _, x := range r.npcs {
+		st.Bytes += x.sizeHint
+	}
+	return st
+}
+
+// Forget drops the cached index of NPC id. The engine calls it again once a
+// delete has committed: a search that read the NPC's rows while the delete
+// ran may have cached them after DeleteNPC.
+func (r *Retriever) Forget(id string) { r.forget(id) }
 
 func (r *Retriever) forget(id string) {
 	r.mu.Lock()

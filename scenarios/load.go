@@ -18,7 +18,9 @@ import (
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/journal"
+	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
+	"github.com/npcd/npcd/tick"
 	"github.com/npcd/npcd/tools"
 )
 
@@ -329,6 +331,11 @@ func (l *loader) checkNPC(n *yaml.Node, field string, where map[string]*yaml.Nod
 		return
 	case err != nil:
 		l.errorf(n, join(field, "tools"), "%v", err)
+		return
+	}
+	var ue *character.UnfitError
+	if _, err := tick.CheckFit(&c, set, llm.NewCounter(c.Model)); errors.As(err, &ue) {
+		l.errorf(at(ue.Field), join(field, ue.Field), "%s", ue.Message)
 		return
 	}
 	if c.Sleep.Cron != "" {

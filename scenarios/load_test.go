@@ -85,6 +85,8 @@ func TestParseReportsFileLineAndField(t *testing.T) {
 			[]wantErr{{6, "npc.tools[0].parameters", "not a usable JSON Schema"}}},
 		{"bad cron", "name: x\nnpc:\n  name: B\n  persona: p\n  sleep: {cron: every night}\nsteps: [{tick: once}]\n",
 			[]wantErr{{5, "npc.sleep.cron", "not a cron expression"}}},
+		{"window with no room for a turn", "name: x\nnpc:\n  name: B\n  persona: p\n  context_window: 2048\nsteps: [{tick: once}]\n",
+			[]wantErr{{5, "npc.context_window", "need a context_window of at least"}}},
 		{"npc setting of the wrong type", "name: x\nnpc:\n  name: B\n  persona: p\n  context_window: big\nsteps: [{tick: once}]\n",
 			[]wantErr{{5, "npc.context_window", "must be a whole number"}}},
 		{"scripted model without a script", "name: x\nmodel: scripted\nnpc: {name: B, persona: p}\nsteps: [{tick: once}]\n",

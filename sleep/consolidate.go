@@ -311,6 +311,11 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 	return c.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		js := c.deps.Journal.WithTx(tx)
 		cs := c.deps.Characters.WithTx(tx)
+		// The batch was read and the model asked without the NPC's lock: a
+		// delete may have happened meanwhile.
+		if err := cs.Still(ctx, ch); err != nil {
+			return err
+		}
 		for i, f := range facts {
 			hash := journal.ContentHash(f.Content)
 			same, err := js.MemoriesByHash(ctx, ch.ID, f.Content)
@@ -446,6 +451,11 @@ func (c *Consolidator) reflect(ctx context.Context, ch *character.Character, ent
 			gameTime = e.GameTime
 		}
 	}
-	return c.deps.Journal.Add(ctx, ch.ID, &journal.Entry{Type: journal.TypeReflection, Content: text, Importance: 7, GameTime: gameTime,
-		Sources: store.NewJSON(src), Metadata: store.NewJSON(map[string]any{"reflection_of": len(top)})})
+	return c.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := c.deps.Characters.WithTx(tx).Still(ctx, ch); err != nil {
+			return err
+		}
+		return c.deps.Journal.WithTx(tx).Add(ctx, ch.ID, &journal.Entry{Type: journal.TypeReflection, Content: text, Importance: 7, GameTime: gameTime,
+			Sources: store.NewJSON(src), Metadata: store.NewJSON(map[string]any{"reflection_of": len(top)})})
+	})
 }

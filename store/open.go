@@ -100,6 +100,9 @@ func sqliteDSN(path string, opt Options) string {
 	} else {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
+		// A WAL that grew while readers kept checkpoints from finishing is
+		// cut back to this size once a checkpoint resets it.
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", WALSizeLimit))
 		q.Set("_txlock", "immediate")
 	}
 	q.Set("_time_format", "sqlite")
@@ -112,6 +115,47 @@ func sqliteDSN(path string, opt Options) string {
 		sep = "&"
 	}
 	return p + sep + q.Encode()
+}
+
+// WALSizeLimit is the size an SQLite write-ahead log is cut back to after a
+// checkpoint that resets it (journal_size_limit).
+const WALSizeLimit = 64 << 20
+
+// Checkpoint copies every page of an SQLite write-ahead log into the
+// database and truncates the log to zero bytes (wal_checkpoint(TRUNCATE)).
+// Automatic checkpoints never shrink the file and cannot finish while
+// readers are active, so under steady load the log only grows; the daemon
+// calls this now and then. It waits up to wait for active readers and
+// writers (holding the write lock meanwhile, so writers wait too); done is
+// false when some were still active and the log was not truncated (the next
+// call tries again). On PostgreSQL it does nothing.
+func Checkpoint(ctx context.Context, db *gorm.DB, wait time.Duration) (done bool, err error) {
+	if !IsSQLite(db) {
+		return true, nil
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return false, fmt.Errorf("store: checkpoint: %w", err)
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("store: checkpoint: %w", err)
+	}
+	defer conn.Close()
+	// The connection's own busy timeout is the writers'; restore it after.
+	var busyTimeout int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busyTimeout); err != nil {
+		return false, fmt.Errorf("store: checkpoint: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", wait.Milliseconds())); err != nil {
+		return false, fmt.Errorf("store: checkpoint: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeout))
+	var busy, logPages, checkpointed int
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &checkpointed); err != nil {
+		return false, fmt.Errorf("store: checkpoint: %w", err)
+	}
+	return busy == 0, nil
 }
 
 // inMemory reports whether an SQLite dsn names no file: ":memory:", its URI

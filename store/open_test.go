@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -216,4 +217,66 @@ func TestSize(t *testing.T) {
 	if err != nil || after < before+200000 {
 		t.Errorf("Size after 200 kB = %d (before %d), %v", after, before, err)
 	}
+}
+
+// A WAL that grew while a reader kept checkpoints from finishing shrinks to
+// nothing once the reader is gone and Checkpoint runs.
+func TestCheckpointTruncatesTheWAL(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "npcd.db")
+	db, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(db)
+	var limit int64
+	if err := db.Raw("PRAGMA journal_size_limit").Row().Scan(&limit); err != nil || limit != store.WALSizeLimit {
+		t.Fatalf("journal_size_limit = %d (%v), want %d", limit, err, store.WALSizeLimit)
+	}
+	if err := db.Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)").Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec("INSERT INTO t (v) VALUES ('a'), ('b')").Error; err != nil {
+		t.Fatal(err)
+	}
+	// A reader in the middle of a query, on another connection: automatic
+	// checkpoints cannot reset the log behind its snapshot, so it grows.
+	sqlDB, _ := db.DB()
+	reader, err := sqlDB.QueryContext(ctx, "SELECT v FROM t")
+	if err != nil || !reader.Next() {
+		t.Fatalf("reader: %v", err)
+	}
+	row := strings.Repeat("x", 4000)
+	for i := 0; i < 2000; i++ {
+		if err := db.Exec("INSERT INTO t (v) VALUES (?)", row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	grown := walSize(t, path)
+	if grown < 4<<20 {
+		t.Fatalf("the WAL is %d bytes under load, want it to have grown past 4 MiB", grown)
+	}
+	if done, err := store.Checkpoint(ctx, db, 100*time.Millisecond); err != nil || done {
+		t.Fatalf("checkpoint with a reader active: done %v err %v, want not done", done, err)
+	}
+	reader.Close()
+	if done, err := store.Checkpoint(ctx, db, 100*time.Millisecond); err != nil || !done {
+		t.Fatalf("checkpoint: done %v err %v", done, err)
+	}
+	if size := walSize(t, path); size != 0 {
+		t.Fatalf("the WAL is %d bytes after the checkpoint (%d before), want 0", size, grown)
+	}
+	var count int
+	if err := db.Raw("SELECT count(*) FROM t").Row().Scan(&count); err != nil || count != 2002 {
+		t.Fatalf("rows after the checkpoint: %d %v", count, err)
+	}
+}
+
+func walSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }

@@ -50,6 +50,12 @@ type Config struct {
 	RecallK int
 	// MaxToolResultBytes bounds one tool result posted by the game; default 256 KiB.
 	MaxToolResultBytes int
+	// MaxEventLead is how far ahead of the game's clock an event's time may
+	// be: the later of the latest game time any NPC perceived and the
+	// engine's clock. An event further ahead is refused, since an NPC's clock
+	// only moves forward and one wrong date would pin it there. Default 366
+	// days.
+	MaxEventLead time.Duration
 }
 
 func (c *Config) applyDefaults() {
@@ -89,7 +95,15 @@ func (c *Config) applyDefaults() {
 	if c.MaxToolResultBytes == 0 {
 		c.MaxToolResultBytes = 256 << 10
 	}
+	if c.MaxEventLead == 0 {
+		c.MaxEventLead = DefaultMaxEventLead
+	}
 }
+
+// DefaultMaxEventLead is Config.MaxEventLead's default: a year, leap day
+// included, so a game may skip a season but not post a date from the wrong
+// century.
+const DefaultMaxEventLead = 366 * 24 * time.Hour
 
 // Validate checks the config after defaults.
 func (c *Config) Validate() error {
@@ -110,6 +124,8 @@ func (c *Config) Validate() error {
 		return errors.New("tick: EventShare must be between 0.05 and 0.5")
 	case c.RecallK < 0 || c.RecallK > 50:
 		return errors.New("tick: RecallK must be between 0 and 50")
+	case c.MaxEventLead < time.Hour:
+		return errors.New("tick: MaxEventLead must be at least 1h")
 	}
 	return nil
 }

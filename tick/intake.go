@@ -35,7 +35,9 @@ type EventInput struct {
 // PostEvents stores events for NPC id. Each is durable when this returns
 // (it survives a crash) and is consumed by exactly one later tick; an event
 // whose id was seen before is counted as a duplicate and ignored. Bad input
-// is an *InputError naming the field and stores nothing; a full inbox is
+// is an *InputError naming the field and stores nothing; an event dated more
+// than Config.MaxEventLead ahead of the game's clock (see checkEventTimes)
+// is a *character.UnfitError and stores nothing; a full inbox is
 // character.ErrInboxFull and stores nothing.
 func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (accepted, duplicates int, err error) {
 	if len(in) == 0 {
@@ -82,7 +84,53 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 	if _, err := e.deps.Characters.Get(ctx, id); err != nil {
 		return 0, 0, err
 	}
+	if err := e.checkEventTimes(ctx, in); err != nil {
+		return 0, 0, err
+	}
 	return e.deps.Characters.AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)
+}
+
+// checkEventTimes refuses events dated more than MaxEventLead ahead of the
+// game's clock: the latest game time any NPC perceived, or npcd's own clock
+// when later. An NPC's clock never goes back, so one wrong date would pin
+// it. The game's calendar is its own (a game may be set in 1250 or 2300):
+// before any NPC has perceived anything, any date is accepted and sets it.
+// The world's clock rather than the NPC's lets an NPC that was left alone
+// for months of game time perceive again.
+func (e *Engine) checkEventTimes(ctx context.Context, in []EventInput) error {
+	latest := time.Time{}
+	for _, ev := range in {
+		if ev.At.After(latest) {
+			latest = ev.At
+		}
+	}
+	if latest.IsZero() {
+		return nil
+	}
+	clock, err := e.deps.Characters.WorldClock(ctx)
+	if err != nil || clock.IsZero() || clock.Year() <= 1 {
+		return err
+	}
+	if now := e.deps.Clock.Now().UTC(); now.After(clock) {
+		clock = now
+	}
+	for i, ev := range in {
+		if !ev.At.IsZero() && ev.At.Sub(clock) > e.cfg.MaxEventLead {
+			return &character.UnfitError{Field: fmt.Sprintf("events[%d].at", i), Message: fmt.Sprintf(
+				"%s is more than %s ahead of the game's clock (%s: the latest game time any NPC perceived, or npcd's clock when later); "+
+					"an NPC's clock never goes back, so a wrong date would pin it there",
+				ev.At.UTC().Format(time.RFC3339), leadText(e.cfg.MaxEventLead), clock.Format(time.RFC3339))}
+		}
+	}
+	return nil
+}
+
+// leadText says a lead in days when it is whole days.
+func leadText(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
 }
 
 // ToolResult is the game's answer to a returns:true call.

@@ -8,7 +8,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
-	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/store"
 	"github.com/npcd/npcd/tools"
@@ -18,6 +17,13 @@ import (
 // deletes them in the transaction that deletes the NPC.
 type Owner interface {
 	DeleteNPC(ctx context.Context, tx *gorm.DB, id string) error
+}
+
+// Forgetter is an Owner that also caches rows of an NPC in memory. The
+// engine calls Forget once a delete has committed, since a reader that ran
+// during the delete may have cached rows the delete removed.
+type Forgetter interface {
+	Forget(id string)
 }
 
 // Scheduler keeps each NPC's sleep schedule in step with its settings.
@@ -52,13 +58,11 @@ func (e *Engine) PutNPC(ctx context.Context, c *character.Character) (created bo
 			return false, err
 		}
 	}
-	counter := e.Counter(c.Model)
-	c.State.SystemTokens = counter.Message(llm.Message{Role: llm.RoleSystem, Content: SystemPrompt(c)}) + llm.ReplyPriming
-	c.State.ToolTokens = counter.Tools(set.Definitions())
-	if fixed := c.State.SystemTokens + c.State.ToolTokens + c.MaxOutputTokens; float64(fixed) >= c.Compaction.EmergencyThreshold*float64(c.ContextWindow) {
-		return false, &character.FieldError{Field: "context_window", Message: fmt.Sprintf(
-			"persona, instructions, tools and max_output_tokens alone take %d tokens, over the emergency threshold of this window", fixed)}
+	fit, err := CheckFit(c, set, e.Counter(c.Model))
+	if err != nil {
+		return false, err
 	}
+	c.State.SystemTokens, c.State.ToolTokens = fit.SystemTokens, fit.ToolTokens
 	err = e.withNPC(ctx, c.ID, func(ctx context.Context) error {
 		created, err = e.deps.Characters.Put(ctx, c)
 		return err
@@ -75,7 +79,12 @@ func (e *Engine) PutNPC(ctx context.Context, c *character.Character) (created bo
 	return created, nil
 }
 
-// DeleteNPC removes an NPC and everything stored about it.
+// DeleteNPC removes an NPC and everything stored about it, in one
+// transaction under the NPC's lock. Writers that work without the lock
+// (event posts, a sleep's consolidation and summary) check inside their own
+// transactions that the NPC they started with still exists (character.Store.Still),
+// so nothing lands after the delete and an NPC created again under the same
+// id starts empty.
 func (e *Engine) DeleteNPC(ctx context.Context, id string) error {
 	err := e.withNPC(ctx, id, func(ctx context.Context) error {
 		return e.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -92,6 +101,11 @@ func (e *Engine) DeleteNPC(ctx context.Context, id string) error {
 	})
 	if err != nil {
 		return err
+	}
+	for _, o := range e.deps.Owners {
+		if f, ok := o.(Forgetter); ok {
+			f.Forget(id)
+		}
 	}
 	e.toolsets.Delete(id)
 	if e.deps.Scheduler != nil {

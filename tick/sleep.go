@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"gorm.io/gorm"
+
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/sleep"
 )
@@ -81,9 +83,18 @@ func (e *Engine) sleep(ctx context.Context, id string) (*sleep.Report, error) {
 		rep.Compaction, rep.Note = rec, note
 	}
 	err = e.withNPC(ctx, id, func(ctx context.Context) error {
-		return cs.UpdateState(ctx, id, map[string]any{"sleep_mark": latest, "last_sleep_at": e.deps.Clock.Now().UTC()})
+		return e.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			cs := cs.WithTx(tx)
+			if err := cs.Still(ctx, c); err != nil {
+				return err
+			}
+			return cs.UpdateState(ctx, id, map[string]any{"sleep_mark": latest, "last_sleep_at": e.deps.Clock.Now().UTC()})
+		})
 	})
-	return rep, err
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
 }
 
 // SleepCompactor is what a sleep needs to compact in three steps, so that the
@@ -131,6 +142,11 @@ func (e *Engine) sleepCompaction(ctx context.Context, id string) (*sleep.Record,
 		fresh, err := e.deps.Characters.Get(ctx, id)
 		if err != nil {
 			return err
+		}
+		if !fresh.CreatedAt.Equal(c.CreatedAt) {
+			// Deleted and created again while the summary was written: the
+			// plan is of a life that is gone.
+			return fmt.Errorf("%w: npc %q was deleted and created again", character.ErrNotFound, id)
 		}
 		rec, err = sc.Commit(ctx, fresh, plan, sum)
 		return err

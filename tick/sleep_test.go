@@ -2,6 +2,7 @@ package tick
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -234,6 +235,7 @@ func TestMemorySearchFindsAFactSaidBeforeThreeCompactions(t *testing.T) {
 	ctx := context.Background()
 	c := brom()
 	c.ContextWindow = 2048
+	c.MaxOutputTokens = 256 // the default 512 leaves no room for a turn in 2,048 tokens
 	if _, err := env.eng.PutNPC(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -308,5 +310,79 @@ func TestSleepReflectsWhenEnoughHappened(t *testing.T) {
 	es, err := env.jour.List(ctx, "brom", journal.ListQuery{Type: journal.TypeReflection})
 	if err != nil || len(es) != 1 || es[0].Content == "" || len(es[0].Sources.V.JournalIDs) == 0 {
 		t.Fatalf("reflections %+v %v, want one citing the entries it reflects on", es, err)
+	}
+}
+
+// A sleep whose summary is being written when the NPC is deleted and
+// created again commits nothing into the new life.
+func TestSleepSummaryOverlappingARecreateCommitsNothing(t *testing.T) {
+	f := newFakeProvider(t)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var armed atomic.Bool
+	f.set(func(kind string, n int, req openai.ChatCompletionRequest) (int, string, time.Duration) {
+		if kind == "summary" && armed.Load() {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+		return chatty(kind, n, req)
+	})
+	env, _ := remoteEnvFrom(t, f, 30*time.Second)
+	ctx := context.Background()
+	c, _ := env.chars.Get(ctx, "brom")
+	for i := 0; c.Utilization() < 0.72; i++ {
+		say(t, env, "bob", fmt.Sprintf("Tale %d of the long winter on the north road, with wolves and snow and little bread.", i))
+		c, _ = env.chars.Get(ctx, "brom")
+		if c.Utilization() >= c.Compaction.EmergencyThreshold || i > 500 {
+			t.Fatalf("could not reach the sleep threshold without an emergency (%.2f)", c.Utilization())
+		}
+	}
+	armed.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := env.eng.Sleep(ctx, "brom")
+		done <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sleep never asked for a summary")
+	}
+	if err := env.eng.DeleteNPC(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	again := brom()
+	again.Model = "gpt-4o-mini"
+	again.ContextWindow = 4096
+	if _, err := env.eng.PutNPC(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	say(t, env, "alice", "Good morning, I am new in town.")
+	close(release)
+	if err := <-done; !errors.Is(err, character.ErrNotFound) {
+		t.Fatalf("the sleep of the earlier life ended with %v, want not found", err)
+	}
+	left := rowsOf(t, env.eng.deps.DB, "brom")
+	if left["compactions"] > 0 || left["memories"] > 0 {
+		t.Fatalf("the new life holds %v, want no compaction and no memory", left)
+	}
+	ms, err := env.chars.History(ctx, "brom", character.HistoryQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nor does it mark the new life as slept.
+	if c, err := env.chars.Get(ctx, "brom"); err != nil || c.State.SleepMark != 0 || c.State.LastSleepAt != nil {
+		t.Fatalf("the new life is marked as slept: %+v %v", c.State, err)
+	}
+	if len(ms) == 0 || !strings.Contains(ms[0].Content, "new in town") {
+		t.Fatalf("the new life's history starts with %+v", ms)
+	}
+	for _, m := range ms {
+		if m.State != character.StateLive || m.Summary {
+			t.Fatalf("the new life has message %d in state %s (summary %v)", m.ID, m.State, m.Summary)
+		}
 	}
 }

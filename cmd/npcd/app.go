@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -95,7 +97,7 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	a.journal = journal.NewStore(a.db)
 	builtin := llm.NewBuiltin()
 	var remote llm.Chatter
-	retrieverOpts := []journal.Option{journal.WithLogger(a.log)}
+	retrieverOpts := []journal.Option{journal.WithLogger(a.log), journal.WithCacheBytes(int64(cfg.IndexCacheMB) << 20)}
 	if cfg.LLMBaseURL != "" {
 		client, err := llm.NewClient(llm.ClientConfig{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.Model,
 			EmbeddingModel: cfg.EmbeddingModel, Timeout: cfg.LLMTimeout})
@@ -139,6 +141,10 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 		Builtin: sleepBuiltin, Clock: clock, Log: a.log}, sleep.ConsolidatorConfig{Timeout: cfg.LLMTimeout})
 	if err != nil {
 		return err
+	}
+	a.metrics.WatchIndexCache(ret.CacheStats)
+	if store.IsSQLite(a.db) {
+		a.metrics.WatchWAL(func() int64 { return walSize(cfg.DB) })
 	}
 	// The scheduler calls the engine's Sleep and the engine keeps the
 	// scheduler in step with NPC settings; the closure breaks the cycle.
@@ -210,6 +216,47 @@ func (a *app) startSchedules(ctx context.Context) error {
 	}
 	a.scheduler.Start()
 	return nil
+}
+
+// keepWALSmall checkpoints and truncates SQLite's write-ahead log every
+// interval until ctx ends. Automatic checkpoints never shrink the file and
+// cannot finish while readers are active, so under steady load it would
+// only grow. A checkpoint waits at most a second for readers (writers wait
+// meanwhile); one that could not finish is tried again next time.
+func (a *app) keepWALSmall(ctx context.Context, every time.Duration) {
+	if !store.IsSQLite(a.db) || a.readOnly {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		before := walSize(a.cfg.DB)
+		done, err := store.Checkpoint(ctx, a.db, time.Second)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.Warn().Err(err).Msg("checkpoint of the write-ahead log failed")
+		case err == nil && !done:
+			a.log.Debug().Int64("wal_bytes", before).Msg("write-ahead log not truncated: readers were active; trying again later")
+		case err == nil:
+			a.log.Debug().Int64("wal_bytes_before", before).Msg("write-ahead log truncated")
+		}
+	}
+}
+
+// walSize is the size of the write-ahead log of the SQLite file dsn, 0 when
+// there is none.
+func walSize(dsn string) int64 {
+	path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // close stops the schedules, finishes in-flight work and closes the database.

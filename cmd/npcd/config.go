@@ -58,6 +58,12 @@ type Config struct {
 	// (aligned and coloured, for a terminal) (NPCD_LOG_FORMAT, --log-format);
 	// default json.
 	LogFormat string
+	// IndexCacheMB bounds the memory search's in-memory index cache, in
+	// MiB (NPCD_INDEX_CACHE_MB); default 128.
+	IndexCacheMB int
+	// WALCheckpoint is how often the daemon checkpoints and truncates
+	// SQLite's write-ahead log (NPCD_WAL_CHECKPOINT); default 1m.
+	WALCheckpoint time.Duration
 }
 
 // defaultConfig returns the embedded defaults.
@@ -66,7 +72,7 @@ func defaultConfig() Config {
 		Addr: "127.0.0.1:8740", DB: "./npcd.db", DBDriver: store.DriverSQLite,
 		LLMTimeout: 60 * time.Second, MaxConcurrentCalls: 8, TickTimeout: 2 * time.Minute,
 		MaxBodyBytes: 1 << 20, SleepCron: "0 3 * * *", SleepTimezone: "UTC", ShutdownTimeout: 30 * time.Second,
-		LogLevel: "info", LogFormat: "json",
+		LogLevel: "info", LogFormat: "json", IndexCacheMB: 128, WALCheckpoint: time.Minute,
 	}
 }
 
@@ -115,6 +121,15 @@ var envVars = []envVar{
 		c.MaxBodyBytes = n
 		return nil
 	}},
+	{"NPCD_INDEX_CACHE_MB", "", "memory the search index cache may hold, in MiB", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		c.IndexCacheMB = n
+		return nil
+	}},
+	{"NPCD_WAL_CHECKPOINT", "", "how often SQLite's write-ahead log is checkpointed and truncated", setDur(func(c *Config) *time.Duration { return &c.WALCheckpoint })},
 }
 
 func setStr(field func(*Config) *string) func(*Config, string) error {
@@ -197,6 +212,10 @@ func (c *Config) Validate() error {
 		return errors.New("max-body-bytes: must be at least 1024")
 	case c.ShutdownTimeout < 0:
 		return errors.New("shutdown-timeout: must not be negative")
+	case c.IndexCacheMB < 1 || c.IndexCacheMB > 1<<20:
+		return errors.New("index-cache-mb (NPCD_INDEX_CACHE_MB): must be between 1 and 1048576")
+	case c.WALCheckpoint < time.Second:
+		return errors.New("wal-checkpoint (NPCD_WAL_CHECKPOINT): must be at least 1s")
 	}
 	if _, err := zerolog.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
 		return fmt.Errorf("log-level: %q is not debug, info, warn or error", c.LogLevel)

@@ -95,8 +95,16 @@ func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- strin
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	walCtx, cancelWAL := context.WithCancel(context.Background())
+	walDone := make(chan struct{})
+	go func() {
+		defer close(walDone)
+		a.keepWALSmall(walCtx, cfg.WALCheckpoint)
+	}()
+	stopWAL := func() { cancelWAL(); <-walDone } // before the database closes
 	select {
 	case err := <-errc:
+		stopWAL()
 		a.close(context.Background())
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
@@ -108,6 +116,7 @@ func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- strin
 	if err := srv.Shutdown(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("shutdown: %w", err))
 	}
+	stopWAL()
 	if err := a.close(sctx); err != nil {
 		errs = append(errs, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -20,17 +21,26 @@ import (
 // a client and a stop function that waits for a clean shutdown.
 func startDaemon(t *testing.T, dir string) (*api.Client, func()) {
 	t.Helper()
-	client, _, stop := startDaemonAt(t, dir)
+	client, _, stop := startDaemonWith(t, dir)
 	return client, stop
 }
 
 // startDaemonAt is startDaemon that also returns the address it listens on.
 func startDaemonAt(t *testing.T, dir string) (*api.Client, string, func()) {
 	t.Helper()
+	return startDaemonWith(t, dir)
+}
+
+// startDaemonWith is startDaemonAt with configuration changes.
+func startDaemonWith(t *testing.T, dir string, configure ...func(*Config)) (*api.Client, string, func()) {
+	t.Helper()
 	cfg := defaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DB = filepath.Join(dir, "npcd.db")
 	cfg.LogLevel = "error"
+	for _, f := range configure {
+		f(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -107,5 +117,60 @@ func TestTestDatabaseHasTheDaemonsSchema(t *testing.T) {
 	}
 	if diff := cmp.Diff(key(migrations()), key(testdb.Migrations())); diff != "" {
 		t.Fatalf("schema (-daemon +tests):\n%s", diff)
+	}
+}
+
+// The daemon truncates the write-ahead log that a load grew, and reports its
+// size and the search index cache's in /metrics.
+func TestDaemonTruncatesTheWALAfterLoad(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	client, addr, stop := startDaemonWith(t, dir, func(c *Config) { c.WALCheckpoint = time.Second; c.IndexCacheMB = 16 })
+	defer stop()
+	path := filepath.Join(dir, "npcd.db")
+	text := strings.Repeat("The north road is long and the wolves are hungry this winter. ", 60)
+	var peak int64
+	for n := 0; n < 3; n++ {
+		id := fmt.Sprintf("npc-%d", n)
+		if _, _, err := client.PutNPC(ctx, id, api.NPCSettings{Name: "Brom", Persona: "You are Brom, the blacksmith."}); err != nil {
+			t.Fatal(err)
+		}
+		for b := 0; b < 3; b++ {
+			evs := make([]api.Event, 200)
+			for i := range evs {
+				evs[i] = api.Event{Kind: "say", Actor: "alice", Text: fmt.Sprintf("%d-%d: %s", b, i, text)}
+			}
+			if _, err := client.PostEvents(ctx, id, evs); err != nil {
+				t.Fatal(err)
+			}
+			peak = max(peak, walSize(path))
+		}
+		if _, err := client.Tick(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Memory(ctx, id, "wolves", 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if peak < 1<<20 {
+		t.Fatalf("the WAL peaked at %d bytes under load, want more than 1 MiB", peak)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for walSize(path) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if size := walSize(path); size > 0 {
+		t.Fatalf("the WAL is still %d bytes (peak %d) well after the load", size, peak)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"npcd_db_wal_bytes 0", "npcd_index_cache_entries 3", fmt.Sprintf("npcd_index_cache_limit_bytes %g", float64(16<<20))} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
