@@ -123,6 +123,8 @@ func prepareMemory(npc string, m *Memory, now time.Time) error {
 		m.GameTime = now
 	}
 	m.GameTime = m.GameTime.UTC()
+	m.Content = strings.TrimSpace(cut(GroundDates(m.Content, m.GameTime), MaxMemoryBytes))
+	m.ContentHash = ContentHash(m.Content)
 	if m.ValidFrom.IsZero() {
 		m.ValidFrom = m.GameTime
 	}

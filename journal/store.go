@@ -73,6 +73,7 @@ func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
 		if e.GameTime.IsZero() {
 			e.GameTime = e.CreatedAt
 		}
+		e.Content = GroundDates(e.Content, e.GameTime)
 	}
 	if err := s.q(ctx).CreateInBatches(entries, 100).Error; err != nil {
 		return fmt.Errorf("add journal entries for %q: %w", id, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
 )
 
@@ -63,7 +64,9 @@ func describeEvent(e character.Event, self string) string {
 	// One line per event: a line break in a player's text would otherwise
 	// start a line the model reads as another perceived event, from anyone
 	// the player cares to name.
-	text := oneLine(e.Text)
+	// Relative dates are resolved against the event's time, so that the
+	// NPC, and a search months later, read "yesterday [7 May 2023]".
+	text := journal.GroundDates(oneLine(e.Text), e.At)
 	target := e.Target
 	if target == "" || strings.EqualFold(target, self) {
 		target = "you"
