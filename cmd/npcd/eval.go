@@ -79,6 +79,7 @@ the sources of the top k results. Categories: 1 multi-hop, 2 temporal, 3 open-do
 	f.BoolVar(&withSleep, "sleep", true, "sleep between sessions (consolidation, and compaction past 70%)")
 	f.BoolVar(&noCompaction, "no-compaction", false, "run without the compactor (and without consolidation)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of the table")
+	f.BoolVar(&opts.Details, "details", false, "with --json, add every question's recall and the event refs each result cited")
 	_ = locomo.MarkFlagRequired("events")
 	_ = locomo.MarkFlagRequired("questions")
 	cmd.AddCommand(locomo)
