@@ -446,3 +446,26 @@ func (s *Store) cacheVectors(ctx context.Context, model string, hashes []string,
 	}
 	return nil
 }
+
+// CiteMore adds src to the sources of memory id of NPC npc: a fact found
+// again in new entries is kept once, citing every entry and event it was
+// found in. The content and revision do not change (sources are read with
+// results, never ranked on). A memory that does not exist is ErrNotFound.
+func (s *Store) CiteMore(ctx context.Context, npc string, id int64, src character.Sources) error {
+	return s.q(ctx).Transaction(func(tx *gorm.DB) error {
+		var m Memory
+		err := tx.Select("id, sources").Where("character_id = ? AND id = ?", npc, id).Take(&m).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return fmt.Errorf("%w: memory %d of npc %q", ErrNotFound, id, npc)
+		}
+		if err != nil {
+			return fmt.Errorf("cite more for memory %d of %q: %w", id, npc, err)
+		}
+		merged := cleanSources(m.Sources.V)
+		mergeSources(&merged, src)
+		if err := tx.Model(&Memory{}).Where("id = ?", id).UpdateColumn("sources", store.NewJSON(merged)).Error; err != nil {
+			return fmt.Errorf("cite more for memory %d of %q: %w", id, npc, err)
+		}
+		return nil
+	})
+}

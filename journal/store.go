@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/store"
 )
 
@@ -185,4 +186,41 @@ func cut(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// maxProvenance bounds the journal entries Provenance reads for one set of
+// sources.
+const maxProvenance = 2000
+
+// Provenance returns src with the messages and game events behind the
+// journal entries it cites added, following entries that cite entries
+// (a reflection on conversations, a fact from a reflection) to the end, so
+// that what sleep writes from entries cites the game's events as the
+// entries did. Entries of another NPC are ignored.
+func (s *Store) Provenance(ctx context.Context, npc string, src character.Sources) (character.Sources, error) {
+	out := cleanSources(src)
+	seen := map[int64]bool{}
+	next := append([]int64(nil), src.JournalIDs...)
+	for len(next) > 0 && len(seen) < maxProvenance {
+		var ids []int64
+		for _, id := range next {
+			if !seen[id] && len(seen) < maxProvenance {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		next = nil
+		if len(ids) == 0 {
+			break
+		}
+		var es []Entry
+		if err := s.q(ctx).Select("id, sources").Where("character_id = ? AND id IN ?", npc, ids).Find(&es).Error; err != nil {
+			return out, fmt.Errorf("provenance for %q: %w", npc, err)
+		}
+		for _, e := range es {
+			mergeSources(&out, e.Sources.V)
+			next = append(next, e.Sources.V.JournalIDs...)
+		}
+	}
+	return out, nil
 }
