@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -73,5 +74,40 @@ func TestGroundDates(t *testing.T) {
 		if again := GroundDates(got, c.at); again != got {
 			t.Errorf("grounding %q again gave %q", got, again)
 		}
+	}
+}
+
+func TestStoreGroundsWhatItWrites(t *testing.T) {
+	e := newEnv(t)
+	e.npc(t, "npc", t0)
+	ctx := context.Background()
+	at := time.Date(2023, 5, 8, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		s    *Store
+		want string
+	}{
+		{"grounding", e.jour, "left yesterday [7 May 2023]"},
+		{"keeping relative dates", e.jour.KeepingRelativeDates(), "left yesterday"},
+		{"keeping relative dates in a transaction", e.jour.KeepingRelativeDates().WithTx(e.db), "left yesterday"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			en := &Entry{Type: TypeNote, Content: "left yesterday", GameTime: at}
+			if err := tc.s.Add(ctx, "npc", en); err != nil {
+				t.Fatal(err)
+			}
+			m := &Memory{Content: "left yesterday", GameTime: at}
+			if _, err := tc.s.AddMemory(ctx, "npc", m); err != nil {
+				t.Fatal(err)
+			}
+			got, err := e.jour.Get(ctx, "npc", en.ID)
+			if err != nil || got.Content != tc.want {
+				t.Fatalf("entry %q %v, want %q", got.Content, err, tc.want)
+			}
+			mem, err := e.jour.Memory(ctx, "npc", m.ID)
+			if err != nil || mem.Content != tc.want || mem.ContentHash != ContentHash(tc.want) {
+				t.Fatalf("memory %q (hash %s) %v, want %q", mem.Content, mem.ContentHash, err, tc.want)
+			}
+		})
 	}
 }

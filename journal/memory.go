@@ -123,13 +123,18 @@ func prepareMemory(npc string, m *Memory, now time.Time) error {
 		m.GameTime = now
 	}
 	m.GameTime = m.GameTime.UTC()
-	m.Content = strings.TrimSpace(cut(GroundDates(m.Content, m.GameTime), MaxMemoryBytes))
-	m.ContentHash = ContentHash(m.Content)
 	if m.ValidFrom.IsZero() {
 		m.ValidFrom = m.GameTime
 	}
 	m.ValidFrom = m.ValidFrom.UTC()
 	return nil
+}
+
+// groundMemory resolves the relative dates of a prepared memory against its
+// game time.
+func (s *Store) groundMemory(m *Memory) {
+	m.Content = strings.TrimSpace(cut(s.Ground(m.Content, m.GameTime), MaxMemoryBytes))
+	m.ContentHash = ContentHash(m.Content)
 }
 
 // AddMemory stores m as a new current memory of NPC npc and sets its ID.
@@ -145,6 +150,7 @@ func (s *Store) AddMemory(ctx context.Context, npc string, m *Memory) (supersede
 	if err := prepareMemory(npc, m, now); err != nil {
 		return nil, err
 	}
+	s.groundMemory(m)
 	err = s.q(ctx).Transaction(func(tx *gorm.DB) error {
 		rev, err := bumpRev(tx, npc)
 		if err != nil {
@@ -180,6 +186,7 @@ func (s *Store) Supersede(ctx context.Context, npc string, oldID int64, m *Memor
 	if err := prepareMemory(npc, m, now); err != nil {
 		return err
 	}
+	s.groundMemory(m)
 	err := s.q(ctx).Transaction(func(tx *gorm.DB) error {
 		var old Memory
 		err := tx.Select("id, superseded_at, entity, "+quoteKey(tx)).Where("character_id = ? AND id = ?", npc, oldID).Take(&old).Error

@@ -16,14 +16,33 @@ import (
 // Store reads and writes journal entries and memories. It is safe for
 // concurrent use.
 type Store struct {
-	db *gorm.DB
+	db  *gorm.DB
+	raw bool // keep relative dates as written
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
 func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
 
+// KeepingRelativeDates returns a Store that writes text as given, without
+// grounding relative dates (see GroundDates): what an evaluation measures
+// the grounding against.
+func (s *Store) KeepingRelativeDates() *Store {
+	c := *s
+	c.raw = true
+	return &c
+}
+
+// Ground returns GroundDates(text, at), or text as is when the Store keeps
+// relative dates.
+func (s *Store) Ground(text string, at time.Time) string {
+	if s.raw {
+		return text
+	}
+	return GroundDates(text, at)
+}
+
 // WithTx returns a Store whose calls run inside the transaction tx.
-func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx} }
+func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, raw: s.raw} }
 
 func (s *Store) q(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 
@@ -74,7 +93,7 @@ func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
 		if e.GameTime.IsZero() {
 			e.GameTime = e.CreatedAt
 		}
-		e.Content = GroundDates(e.Content, e.GameTime)
+		e.Content = s.Ground(e.Content, e.GameTime)
 	}
 	if err := s.q(ctx).CreateInBatches(entries, 100).Error; err != nil {
 		return fmt.Errorf("add journal entries for %q: %w", id, err)

@@ -327,8 +327,8 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 			if err != nil {
 				return err
 			}
-			hash := journal.ContentHash(journal.GroundDates(f.Content, gameTime))
-			same, err := js.MemoriesByHash(ctx, ch.ID, journal.GroundDates(f.Content, gameTime))
+			hash := journal.ContentHash(js.Ground(f.Content, gameTime))
+			same, err := js.MemoriesByHash(ctx, ch.ID, js.Ground(f.Content, gameTime))
 			if err != nil {
 				return err
 			}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/npcd/npcd/character"
-	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
 )
 
@@ -56,6 +55,14 @@ func formatEvents(evs []character.Event, self string) string {
 	return b.String()
 }
 
+// perceived renders events as the NPC perceives them: formatEvents, with
+// relative dates resolved against each event's time (unless the journal
+// keeps them raw), so that the NPC, and a search months later, read
+// "yesterday [7 May 2023]".
+func (e *Engine) perceived(evs []character.Event, self string) string {
+	return e.deps.Journal.Ground(formatEvents(evs, self), time.Time{})
+}
+
 func describeEvent(e character.Event, self string) string {
 	actor := e.Actor
 	if actor == "" {
@@ -64,9 +71,7 @@ func describeEvent(e character.Event, self string) string {
 	// One line per event: a line break in a player's text would otherwise
 	// start a line the model reads as another perceived event, from anyone
 	// the player cares to name.
-	// Relative dates are resolved against the event's time, so that the
-	// NPC, and a search months later, read "yesterday [7 May 2023]".
-	text := journal.GroundDates(oneLine(e.Text), e.At)
+	text := oneLine(e.Text)
 	target := e.Target
 	if target == "" || strings.EqualFold(target, self) {
 		target = "you"

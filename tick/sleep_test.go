@@ -387,3 +387,46 @@ func TestSleepKeepsTheEventsBehindWhatItWrites(t *testing.T) {
 		t.Fatal("no memory was consolidated from the reflection")
 	}
 }
+
+// A relative date in what an NPC perceives is resolved against the event's
+// time in the perceived line, the journal entry and the memory made from
+// it, so "when did she leave?" finds a date months later.
+func TestPerceivedRelativeDatesAreGrounded(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 5, 8, 14, 0, 0, 0, time.UTC) // a Friday
+	in := EventInput{ID: "ev-1", Kind: "say", Actor: "alice", Text: "My sister left for the capital yesterday, I promise it's true!", At: at}
+	if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{in}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	const want = "yesterday [7 May 2026]"
+	msgs, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range msgs {
+		found = found || m.Role == "user" && strings.Contains(m.Content, want)
+	}
+	if !found {
+		t.Fatalf("no perceived line holds %q: %+v", want, msgs)
+	}
+	if _, err := env.eng.Sleep(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := env.jour.Memories(ctx, "brom", journal.MemoryQuery{})
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("memories %v %v", ms, err)
+	}
+	for _, m := range ms {
+		if strings.Contains(m.Content, "yesterday") && !strings.Contains(m.Content, want) {
+			t.Errorf("memory %q keeps an ungrounded date", m.Content)
+		}
+	}
+}
