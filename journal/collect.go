@@ -76,6 +76,26 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 		end := min(len(ranked), start+2*max(k-len(out), 1)+8)
 		batch := ranked[start:end]
 		start = end
+		if len(out) == k {
+			// Only a perceived message next to a result can still join
+			// one; nothing else is worth reading.
+			var near []candidate
+			for _, c := range batch {
+				if c.score < floor {
+					start = len(ranked)
+					break
+				}
+				if c.kind != kindMessage {
+					continue
+				}
+				if rank, ok := w.rank(c.id); ok && w.near(byRank, rank) != nil {
+					near = append(near, c)
+				}
+			}
+			if batch = near; len(batch) == 0 {
+				continue
+			}
+		}
 		rows, err := s.load(ctx, npc, batch)
 		if err != nil {
 			return nil, false, err

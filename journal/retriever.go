@@ -30,7 +30,7 @@ const (
 	DefaultNeighbourWeight  = 0.5
 	DefaultCacheBytes       = 512 << 20
 	DefaultMaxEmbedPerCall  = 256
-	DefaultMaxContentBytes  = 400
+	DefaultMaxContentBytes  = 240
 	DefaultWindowSpan       = 1
 	DefaultWindowParts      = 2
 	DefaultWindowReach      = 0.5
@@ -234,7 +234,7 @@ func WithMaxEmbedPerCall(n int) Option {
 	}
 }
 
-// WithMaxContentBytes bounds the content of each result (default 400
+// WithMaxContentBytes bounds the content of each result (default 240
 // bytes, what the tick's working context shows of a memory): longer
 // contents are cut to the sentences that match the query best, with an
 // ellipsis where text was left out. 0 returns contents whole; otherwise n
