@@ -77,7 +77,7 @@ func groundLine(line string, at time.Time) string {
 	for _, m := range ms {
 		b.WriteString(line[last:m[1]])
 		last = m[1]
-		if alreadyDated.MatchString(line[m[1]:]) {
+		if alreadyDated.MatchString(line[m[1]:]) || afterThe(line[:m[0]]) {
 			continue
 		}
 		if d := resolveRelative(strings.ToLower(line[m[0]:m[1]]), at); d != "" {
@@ -86,6 +86,14 @@ func groundLine(line string, at time.Time) string {
 	}
 	b.WriteString(line[last:])
 	return b.String()
+}
+
+// afterThe reports whether an expression follows "the": "the last year"
+// and "the next week" are spans of a story ("over the last year"), not
+// dates.
+func afterThe(before string) bool {
+	before = strings.ToLower(strings.TrimRight(before, " "))
+	return strings.HasSuffix(before, " the") || before == "the"
 }
 
 // resolveRelative returns the absolute date an expression means at time

@@ -58,6 +58,9 @@ func TestGroundDates(t *testing.T) {
 		{at, "the last day", "the last day"},
 		{at, "next to the week's end", "next to the week's end"},
 		{at, "yesterdays", "yesterdays"},
+		{at, "over the last year", "over the last year"},
+		{at, "The next week was quiet", "The next week was quiet"},
+		{at, "the day before yesterday", "the day before yesterday [6 May 2023]"},
 		{at, "", ""},
 		// Idempotent.
 		{at, "yesterday [7 May 2023] we met", "yesterday [7 May 2023] we met"},
