@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,6 +90,44 @@ type Options struct {
 	// question, recall among the leading results whose contents together
 	// take no more tokens than the baseline returned for that question.
 	Baseline bool
+	// Ablate, when not empty, switches off one signal of the memory search
+	// (a name of Ablations), so its worth is the difference with a run
+	// that keeps it.
+	Ablate string
+}
+
+// Ablations names the signals Options.Ablate can switch off, with what
+// switching each off means.
+var Ablations = map[string]string{
+	"vector":     "no vector similarity (keyword only)",
+	"keyword":    "no keyword (BM25) similarity (vector only)",
+	"neighbours": "no relevance borrowed from neighbouring turns",
+	"window":     "no joining of neighbouring turns into one result",
+	"recency":    "no recency on the game clock",
+	"importance": "no importance",
+	"dates":      "relative dates kept as said, not grounded",
+}
+
+// ablation returns the retrieval options that switch signal name off, and
+// whether the journal keeps relative dates raw.
+func ablation(name string) (opts []journal.Option, rawDates bool) {
+	switch name {
+	case "vector":
+		return []journal.Option{journal.WithWeights(0, journal.DefaultKeywordWeight)}, false
+	case "keyword":
+		return []journal.Option{journal.WithWeights(journal.DefaultVectorWeight, 0)}, false
+	case "neighbours":
+		return []journal.Option{journal.WithNeighbours(0)}, false
+	case "window":
+		return []journal.Option{journal.WithWindow(0, 1, 0)}, false
+	case "recency":
+		return []journal.Option{journal.WithRecency(0, journal.DefaultImportanceWeight)}, false
+	case "importance":
+		return []journal.Option{journal.WithRecency(journal.DefaultRecencyWeight, 0)}, false
+	case "dates":
+		return nil, true
+	}
+	return nil, false
 }
 
 // event is one line of the events file.
@@ -157,7 +196,7 @@ func LoCoMo(ctx context.Context, opts Options) (*Report, error) {
 	}
 	prog := newProgress(opts.Progress)
 	defer prog.stop()
-	rep := &Report{Window: opts.Window, Ks: opts.Ks}
+	rep := &Report{Window: opts.Window, Ks: opts.Ks, Ablated: opts.Ablate}
 	var mine, base []outcome
 	for _, conv := range convs {
 		var qs []question
@@ -202,6 +241,10 @@ func (o *Options) validate() error {
 	if len(o.Ks) == 0 {
 		o.Ks = DefaultKs
 	}
+	if _, ok := Ablations[o.Ablate]; o.Ablate != "" && !ok {
+		names := slices.Sorted(maps.Keys(Ablations))
+		return fmt.Errorf("%w: nothing to ablate named %q (one of %s)", ErrInput, o.Ablate, strings.Join(names, ", "))
+	}
 	ks := slices.Clone(o.Ks)
 	slices.Sort(ks)
 	ks = slices.Compact(ks)
@@ -239,7 +282,12 @@ func runConversation(ctx context.Context, opts Options, conv string, evs []event
 	}
 	chars := character.NewStore(db)
 	jour := journal.NewStore(db)
-	ret, err := journal.NewRetriever(jour, opts.Retrieval...)
+	off, rawDates := ablation(opts.Ablate)
+	if rawDates {
+		jour = jour.KeepingRelativeDates()
+	}
+	// The ablation comes last, so it wins over the caller's options.
+	ret, err := journal.NewRetriever(jour, append(slices.Clone(opts.Retrieval), off...)...)
 	if err != nil {
 		return cr, err
 	}

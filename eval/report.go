@@ -19,6 +19,8 @@ import (
 type Report struct {
 	Window int   `json:"window"`
 	Ks     []int `json:"ks"`
+	// Ablated is the signal switched off for the run (Options.Ablate).
+	Ablated string `json:"ablated,omitempty"`
 	Scores
 	// Baseline is plain BM25 over the raw turns, when Options.Baseline.
 	Baseline      *Scores             `json:"baseline,omitempty"`
@@ -175,6 +177,9 @@ func summarize(os []outcome, ks []int) Scores {
 // headline last, with the baseline's recall next to the memory search's
 // when there is one.
 func (r *Report) WriteTable(w io.Writer) {
+	if r.Ablated != "" {
+		fmt.Fprintf(w, "ablation: %s — %s\n", r.Ablated, Ablations[r.Ablated])
+	}
 	t := table.NewWriter()
 	t.SetOutputMirror(w)
 	t.SetStyle(table.StyleLight)
@@ -234,6 +239,49 @@ func (r *Report) WriteTable(w io.Writer) {
 	cfg := []table.ColumnConfig{}
 	for i := 2; i <= len(header); i++ {
 		cfg = append(cfg, table.ColumnConfig{Number: i, Align: text.AlignRight, AlignFooter: text.AlignRight})
+	}
+	t.SetColumnConfigs(cfg)
+	t.Render()
+}
+
+// WriteAblations renders one line per ablated run next to the full run:
+// recall at each k, the change of recall at the largest k, tokens per
+// query and recall at the largest k per headline category, so each
+// signal's worth reads off one table.
+func WriteAblations(w io.Writer, full *Report, ablated []*Report) {
+	t := table.NewWriter()
+	t.SetOutputMirror(w)
+	t.SetStyle(table.StyleLight)
+	t.Style().Format.Header = text.FormatDefault
+	maxK := full.Ks[len(full.Ks)-1]
+	header := table.Row{"signal off"}
+	for _, k := range full.Ks {
+		header = append(header, fmt.Sprintf("recall@%d", k))
+	}
+	header = append(header, fmt.Sprintf("Δ recall@%d", maxK), "tokens/query")
+	cats := []string{"1", "2", "3", "4"}
+	for _, c := range cats {
+		header = append(header, fmt.Sprintf("%s @%d", Categories[int(c[0]-'0')], maxK))
+	}
+	t.AppendHeader(header)
+	row := func(label string, r *Report) table.Row {
+		out := table.Row{label}
+		for _, k := range full.Ks {
+			out = append(out, fmt.Sprintf("%.3f", r.Headline.Recall[k]))
+		}
+		out = append(out, fmt.Sprintf("%+.3f", r.Headline.Recall[maxK]-full.Headline.Recall[maxK]), fmt.Sprintf("%.1f", r.Headline.TokensPerQuery))
+		for _, c := range cats {
+			out = append(out, fmt.Sprintf("%.3f", r.Categories[c].Recall[maxK]))
+		}
+		return out
+	}
+	t.AppendRow(row("(none)", full))
+	for _, r := range ablated {
+		t.AppendRow(row(r.Ablated, r))
+	}
+	cfg := []table.ColumnConfig{}
+	for i := 2; i <= len(header); i++ {
+		cfg = append(cfg, table.ColumnConfig{Number: i, Align: text.AlignRight})
 	}
 	t.SetColumnConfigs(cfg)
 	t.Render()

@@ -3,12 +3,41 @@ package journal
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/store"
 )
+
+// window says how collect joins results that come from neighbouring
+// perceived messages. The zero window joins nothing.
+type window struct {
+	// rank returns the place of a perceived message among the NPC's
+	// perceived messages, in order; false for any other message.
+	rank func(msgID int64) (int32, bool)
+	// span is how far apart (in perceived messages) two results may be to
+	// join, and parts how many messages one result may hold.
+	span, parts int
+	// reach is the share of the k-th result's score a candidate needs to
+	// join a result once k results are taken.
+	reach float64
+}
+
+// part is one row's text within a result, with the sources behind it.
+type part struct {
+	rank    int32 // place among perceived messages; -1 when not one
+	text    string
+	sources character.Sources
+}
+
+// group is a result being built: its parts in the order they were joined.
+type group struct {
+	res   *Result
+	parts []part
+}
 
 // collect turns ranked candidates into up to k results, best first. It reads
 // their rows in small batches and merges results that come from the same
@@ -17,16 +46,56 @@ import (
 // content): the best one stays, citing the sources of all. It reports
 // whether a ranked row no longer exists.
 //
+// With a window, a candidate from a perceived message next to one a result
+// already holds joins that result as another part instead of taking a place
+// of its own: a question and its reply, or consecutive turns, come back as
+// one result, in the order they happened. Candidates below the k-th result
+// still join, down to w.reach of its score.
+//
 // Contents longer than maxBytes (when > 0) are cut to a snippet around the
-// query's terms.
-func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int) ([]Result, bool, error) {
-	var out []*Result
-	byKey := map[string]*Result{}
+// query's terms, and a result cites only the parts whose text it keeps.
+func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window) ([]Result, bool, error) {
+	var out []*group
+	type slot struct {
+		g *group
+		i int // the part
+	}
+	byKey := map[string]slot{}
+	byRank := map[int32]*group{}
 	missing := false
-	for start := 0; start < len(ranked) && len(out) < k; {
-		end := min(len(ranked), start+2*(k-len(out))+8)
+	floor := -1.0
+	for start := 0; start < len(ranked); {
+		if len(out) == k {
+			if floor < 0 {
+				floor = out[k-1].res.Score * w.reach
+			}
+			if w.rank == nil || ranked[start].score < floor || ranked[start].score <= 0 {
+				break
+			}
+		}
+		end := min(len(ranked), start+2*max(k-len(out), 1)+8)
 		batch := ranked[start:end]
 		start = end
+		if len(out) == k {
+			// Only a perceived message next to a result can still join
+			// one; nothing else is worth reading.
+			var near []candidate
+			for _, c := range batch {
+				if c.score < floor {
+					start = len(ranked)
+					break
+				}
+				if c.kind != kindMessage {
+					continue
+				}
+				if rank, ok := w.rank(c.id); ok && w.near(byRank, rank) != nil {
+					near = append(near, c)
+				}
+			}
+			if batch = near; len(batch) == 0 {
+				continue
+			}
+		}
 		rows, err := s.load(ctx, npc, batch)
 		if err != nil {
 			return nil, false, err
@@ -39,39 +108,122 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 			}
 			res.Score, res.Parts = c.score, c.parts
 			keys := dedupKeys(res)
-			var group *Result
+			at := slot{i: -1}
 			for _, key := range keys {
-				g, ok := byKey[key]
+				h, ok := byKey[key]
 				// Two memories from one event are two facts: only equal
 				// content merges them.
-				if ok && (key[0] == 'c' || res.Kind != KindMemory || g.Kind != KindMemory) {
-					group = g
+				if ok && (key[0] == 'c' || res.Kind != KindMemory || h.g.res.Kind != KindMemory) {
+					at = h
 					break
 				}
 			}
-			if group == nil {
+			rank := w.anchor(res)
+			if at.g != nil {
+				mergeSources(&at.g.parts[at.i].sources, res.Sources)
+			} else if g := w.near(byRank, rank); g != nil && (floor < 0 || c.score >= floor) {
+				at = slot{g, len(g.parts)}
+				g.parts = append(g.parts, part{rank: rank, text: res.Content, sources: cleanSources(res.Sources)})
+				byRank[rank] = g
+			} else {
 				if len(out) == k {
 					continue
 				}
-				group = res
-				out = append(out, res)
-			} else {
-				mergeSources(&group.Sources, res.Sources)
+				at = slot{&group{res: res, parts: []part{{rank: rank, text: res.Content, sources: cleanSources(res.Sources)}}}, 0}
+				out = append(out, at.g)
+				if rank >= 0 {
+					byRank[rank] = at.g
+				}
 			}
 			for _, key := range keys {
 				if _, taken := byKey[key]; !taken { // the best group keeps a key
-					byKey[key] = group
+					byKey[key] = at
 				}
 			}
 		}
 	}
 	results := make([]Result, len(out))
-	for i, r := range out {
-		results[i] = *r
-		results[i].Content = snippet(r.Content, terms, maxBytes)
+	for i, g := range out {
+		results[i] = *g.res
+		results[i].Content, results[i].Sources = g.render(terms, maxBytes)
 	}
 	return results, missing, nil
 }
+
+// anchor returns the rank of the one perceived message a result comes
+// from, or -1.
+func (w window) anchor(r *Result) int32 {
+	if w.rank == nil || len(r.Sources.MessageIDs) != 1 {
+		return -1
+	}
+	if rank, ok := w.rank(r.Sources.MessageIDs[0]); ok {
+		return rank
+	}
+	return -1
+}
+
+// near returns the group holding a perceived message within w.span of rank
+// that has room for another part, the closest first.
+func (w window) near(byRank map[int32]*group, rank int32) *group {
+	if rank < 0 {
+		return nil
+	}
+	for d := int32(1); d <= int32(w.span); d++ {
+		for _, r := range []int32{rank - d, rank + d} {
+			if g, ok := byRank[r]; ok && len(g.parts) < w.parts {
+				return g
+			}
+		}
+	}
+	return nil
+}
+
+// render returns the content of a group and the sources of the parts whose
+// text it keeps. Parts are given room in the order they joined (the best
+// match first), each whole when it fits in what is left of maxBytes, else
+// cut around the terms, and left out when too little room is left; the
+// content shows them in the order they happened, one per line.
+func (g *group) render(terms []string, maxBytes int) (string, character.Sources) {
+	if len(g.parts) == 1 {
+		return snippet(g.res.Content, terms, maxBytes), g.parts[0].sources
+	}
+	texts := make([]string, len(g.parts))
+	left := maxBytes
+	for i, p := range g.parts {
+		switch {
+		case maxBytes <= 0:
+			texts[i] = p.text
+		case len(p.text)+1 <= left:
+			texts[i] = p.text
+			left -= len(p.text) + 1
+		case left >= minPartBytes:
+			texts[i] = snippet(p.text, terms, left-1)
+			left -= len(texts[i]) + 1
+		}
+	}
+	order := make([]int, len(g.parts))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return g.parts[order[a]].rank < g.parts[order[b]].rank })
+	var b strings.Builder
+	src := character.Sources{JournalIDs: []int64{}, MessageIDs: []int64{}, EventRefs: []string{}}
+	for _, i := range order {
+		if texts[i] == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(texts[i])
+		mergeSources(&src, g.parts[i].sources)
+	}
+	return b.String(), src
+}
+
+// minPartBytes is the least room worth giving a joined part: less shows
+// too little of it to say anything.
+const minPartBytes = 64
 
 // dedupKeys names what a result points at: its content, itself, and the
 // one message, entry or game event it was made from, if it cites only one.

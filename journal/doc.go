@@ -12,7 +12,13 @@
 // OpenAI-compatible endpoint, or llm.OfflineEmbedder), cached by content
 // hash in the embeddings table and decoded per NPC in memory. The
 // Retriever blends the two with recency on the game's clock and
-// importance, and keeps superseded memories below their replacements.
+// importance, and keeps superseded memories below their replacements. A hit
+// on a perceived message brings its neighbouring turn into the same result
+// (a question and its reply), and a result cites exactly what it shows.
+//
+// Relative dates ("yesterday", "last Friday", "next month") are grounded
+// when entries and memories are written (GroundDates): the absolute date
+// is written beside the expression, so search matches on it.
 //
 // It must not import tick, sleep or api. The tick engine writes entries and
 // retrieves for prompts (a Retriever is its tick.Retriever); tools run

@@ -130,6 +130,13 @@ func prepareMemory(npc string, m *Memory, now time.Time) error {
 	return nil
 }
 
+// groundMemory resolves the relative dates of a prepared memory against its
+// game time.
+func (s *Store) groundMemory(m *Memory) {
+	m.Content = strings.TrimSpace(cut(s.Ground(m.Content, m.GameTime), MaxMemoryBytes))
+	m.ContentHash = ContentHash(m.Content)
+}
+
 // AddMemory stores m as a new current memory of NPC npc and sets its ID.
 // Content is trimmed and cut to MaxMemoryBytes (empty content is
 // ErrInvalid); Importance 0 is scored with Importance, others clamped to
@@ -143,6 +150,7 @@ func (s *Store) AddMemory(ctx context.Context, npc string, m *Memory) (supersede
 	if err := prepareMemory(npc, m, now); err != nil {
 		return nil, err
 	}
+	s.groundMemory(m)
 	err = s.q(ctx).Transaction(func(tx *gorm.DB) error {
 		rev, err := bumpRev(tx, npc)
 		if err != nil {
@@ -178,6 +186,7 @@ func (s *Store) Supersede(ctx context.Context, npc string, oldID int64, m *Memor
 	if err := prepareMemory(npc, m, now); err != nil {
 		return err
 	}
+	s.groundMemory(m)
 	err := s.q(ctx).Transaction(func(tx *gorm.DB) error {
 		var old Memory
 		err := tx.Select("id, superseded_at, entity, "+quoteKey(tx)).Where("character_id = ? AND id = ?", npc, oldID).Take(&old).Error
@@ -443,4 +452,27 @@ func (s *Store) cacheVectors(ctx context.Context, model string, hashes []string,
 		return fmt.Errorf("embedding cache: %w", err)
 	}
 	return nil
+}
+
+// CiteMore adds src to the sources of memory id of NPC npc: a fact found
+// again in new entries is kept once, citing every entry and event it was
+// found in. The content and revision do not change (sources are read with
+// results, never ranked on). A memory that does not exist is ErrNotFound.
+func (s *Store) CiteMore(ctx context.Context, npc string, id int64, src character.Sources) error {
+	return s.q(ctx).Transaction(func(tx *gorm.DB) error {
+		var m Memory
+		err := tx.Select("id, sources").Where("character_id = ? AND id = ?", npc, id).Take(&m).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return fmt.Errorf("%w: memory %d of npc %q", ErrNotFound, id, npc)
+		}
+		if err != nil {
+			return fmt.Errorf("cite more for memory %d of %q: %w", id, npc, err)
+		}
+		merged := cleanSources(m.Sources.V)
+		mergeSources(&merged, src)
+		if err := tx.Model(&Memory{}).Where("id = ?", id).UpdateColumn("sources", store.NewJSON(merged)).Error; err != nil {
+			return fmt.Errorf("cite more for memory %d of %q: %w", id, npc, err)
+		}
+		return nil
+	})
 }

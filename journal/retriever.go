@@ -30,7 +30,10 @@ const (
 	DefaultNeighbourWeight  = 0.5
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
-	DefaultMaxContentBytes  = 400
+	DefaultMaxContentBytes  = 240
+	DefaultWindowSpan       = 1
+	DefaultWindowParts      = 2
+	DefaultWindowReach      = 0.5
 	// MaxK bounds the results of one search.
 	MaxK = 100
 	// supersededFactor scales the score of a superseded memory: it is still
@@ -102,6 +105,8 @@ type retrieverConfig struct {
 	maxEmbed                          int
 	pool                              int
 	maxBytes                          int
+	winSpan, winParts                 int
+	winReach                          float64
 }
 
 // Option configures a Retriever. Options return ErrBadOption for values
@@ -163,6 +168,30 @@ func WithNeighbours(w float64) Option {
 	}
 }
 
+// WithWindow sets how results from neighbouring perceived messages join
+// into one (defaults 1, 2 and 0.5): a message at most span perceived
+// messages from one a result holds joins that result, up to parts messages
+// per result, instead of taking a place of its own, and below the k-th
+// result a message still joins when it scores at least reach times what
+// that result scores. A reply comes back with its question, and the
+// results left free hold other things. The joined result's content stays
+// within the content bound (WithMaxContentBytes), and it cites the messages
+// whose text it shows. parts 1 (or 0) joins nothing; otherwise span must be
+// in [1, 8], parts in [2, 8] and reach in [0, 1].
+func WithWindow(span, parts int, reach float64) Option {
+	return func(r *Retriever) error {
+		if parts <= 1 {
+			r.cfg.winParts = 1
+			return nil
+		}
+		if span < 1 || span > 8 || parts > 8 || reach < 0 || reach > 1 || math.IsNaN(reach) {
+			return fmt.Errorf("%w: window span=%d parts=%d reach=%v", ErrBadOption, span, parts, reach)
+		}
+		r.cfg.winSpan, r.cfg.winParts, r.cfg.winReach = span, parts, reach
+		return nil
+	}
+}
+
 // WithEmbedder sets the embedder and the name of its model (default: the
 // offline embedder). The name keys the embedding cache, so it must change
 // whenever the vectors would (another model, another dimension count).
@@ -205,7 +234,7 @@ func WithMaxEmbedPerCall(n int) Option {
 	}
 }
 
-// WithMaxContentBytes bounds the content of each result (default 400
+// WithMaxContentBytes bounds the content of each result (default 240
 // bytes, what the tick's working context shows of a memory): longer
 // contents are cut to the sentences that match the query best, with an
 // ellipsis where text was left out. 0 returns contents whole; otherwise n
@@ -236,6 +265,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 		wVec: DefaultVectorWeight, wKw: DefaultKeywordWeight, wRec: DefaultRecencyWeight, wImp: DefaultImportanceWeight,
 		wNeighbour: DefaultNeighbourWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
+		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
 	}}
 	for _, o := range opts {
 		if err := o(r); err != nil {

@@ -23,9 +23,10 @@ func contents(rs []Result) []string {
 }
 
 // plain ranks by relevance alone, without the neighbour bonus, recency or
-// importance, so each test isolates one part of the score.
+// importance, and returns every row as a result of its own, so each test
+// isolates one part of the score.
 func plain(w ...Option) []Option {
-	return append([]Option{WithNeighbours(0), WithRecency(0, 0)}, w...)
+	return append([]Option{WithNeighbours(0), WithRecency(0, 0), WithWindow(0, 1, 0)}, w...)
 }
 
 func TestRankingChannels(t *testing.T) {

@@ -102,7 +102,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		return nil, err
 	}
 	ranked := r.rank(x, qv != nil, hits, pool, now)
-	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes)
+	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x))
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +120,22 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		}
 	}
 	return results, nil
+}
+
+// window is how the search joins neighbouring perceived messages into one
+// result (see WithWindow).
+func (r *Retriever) window(x *npcIndex) window {
+	if r.cfg.winParts < 2 {
+		return window{}
+	}
+	return window{span: r.cfg.winSpan, parts: r.cfg.winParts, reach: r.cfg.winReach, rank: func(id int64) (int32, bool) {
+		p, ok := x.pos[itemKey{kindMessage, id}]
+		if !ok {
+			return 0, false
+		}
+		rank, ok := x.userRank[p]
+		return rank, ok
+	}}
 }
 
 // weightedEmbedder embeds a text with per-word weights; the offline
@@ -353,6 +369,6 @@ func (s *Store) Search(ctx context.Context, id, query string, k int) ([]Result, 
 		cs = append(cs, candidate{kind: h.kind, id: h.id, score: h.score / best, parts: map[string]float64{PartKeyword: h.score / best}})
 	}
 	sortCandidates(cs)
-	rs, _, err := s.collect(ctx, id, cs, k, terms, DefaultMaxContentBytes)
+	rs, _, err := s.collect(ctx, id, cs, k, terms, DefaultMaxContentBytes, window{})
 	return rs, err
 }

@@ -9,20 +9,40 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/store"
 )
 
 // Store reads and writes journal entries and memories. It is safe for
 // concurrent use.
 type Store struct {
-	db *gorm.DB
+	db  *gorm.DB
+	raw bool // keep relative dates as written
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
 func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
 
+// KeepingRelativeDates returns a Store that writes text as given, without
+// grounding relative dates (see GroundDates): what an evaluation measures
+// the grounding against.
+func (s *Store) KeepingRelativeDates() *Store {
+	c := *s
+	c.raw = true
+	return &c
+}
+
+// Ground returns GroundDates(text, at), or text as is when the Store keeps
+// relative dates.
+func (s *Store) Ground(text string, at time.Time) string {
+	if s.raw {
+		return text
+	}
+	return GroundDates(text, at)
+}
+
 // WithTx returns a Store whose calls run inside the transaction tx.
-func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx} }
+func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, raw: s.raw} }
 
 func (s *Store) q(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 
@@ -73,6 +93,7 @@ func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
 		if e.GameTime.IsZero() {
 			e.GameTime = e.CreatedAt
 		}
+		e.Content = s.Ground(e.Content, e.GameTime)
 	}
 	if err := s.q(ctx).CreateInBatches(entries, 100).Error; err != nil {
 		return fmt.Errorf("add journal entries for %q: %w", id, err)
@@ -184,4 +205,41 @@ func cut(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// maxProvenance bounds the journal entries Provenance reads for one set of
+// sources.
+const maxProvenance = 2000
+
+// Provenance returns src with the messages and game events behind the
+// journal entries it cites added, following entries that cite entries
+// (a reflection on conversations, a fact from a reflection) to the end, so
+// that what sleep writes from entries cites the game's events as the
+// entries did. Entries of another NPC are ignored.
+func (s *Store) Provenance(ctx context.Context, npc string, src character.Sources) (character.Sources, error) {
+	out := cleanSources(src)
+	seen := map[int64]bool{}
+	next := append([]int64(nil), src.JournalIDs...)
+	for len(next) > 0 && len(seen) < maxProvenance {
+		var ids []int64
+		for _, id := range next {
+			if !seen[id] && len(seen) < maxProvenance {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		next = nil
+		if len(ids) == 0 {
+			break
+		}
+		var es []Entry
+		if err := s.q(ctx).Select("id, sources").Where("character_id = ? AND id IN ?", npc, ids).Find(&es).Error; err != nil {
+			return out, fmt.Errorf("provenance for %q: %w", npc, err)
+		}
+		for _, e := range es {
+			mergeSources(&out, e.Sources.V)
+			next = append(next, e.Sources.V.JournalIDs...)
+		}
+	}
+	return out, nil
 }

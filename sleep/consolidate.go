@@ -296,18 +296,20 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 	}
 	// Near-duplicates are looked up before the transaction: the index reads
 	// committed memories.
-	dup := make([]bool, len(facts))
+	dup := make([]int64, len(facts)) // the memory a fact repeats, if any
 	if c.deps.Similar != nil {
 		for i, f := range facts {
 			ms, err := c.deps.Similar.NearDuplicates(ctx, ch.ID, f.Content, c.cfg.DuplicateSimilarity, 1)
 			if err != nil {
 				return err
 			}
-			dup[i] = len(ms) > 0 && (f.Key == "" || ms[0].Memory.Key == f.Key)
+			if len(ms) > 0 && (f.Key == "" || ms[0].Memory.Key == f.Key) {
+				dup[i] = ms[0].Memory.ID
+			}
 		}
 	}
 	now := c.deps.Clock.Now().UTC()
-	added := map[string]bool{}
+	added := map[string]int64{}
 	return c.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		js := c.deps.Journal.WithTx(tx)
 		cs := c.deps.Characters.WithTx(tx)
@@ -317,26 +319,38 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 			return err
 		}
 		for i, f := range facts {
-			hash := journal.ContentHash(f.Content)
-			same, err := js.MemoriesByHash(ctx, ch.ID, f.Content)
-			if err != nil {
-				return err
-			}
-			if len(same) > 0 || dup[i] || added[hash] {
-				res.Skipped++
-				continue
-			}
-			added[hash] = true
 			var src character.Sources
 			gameTime := time.Time{}
 			for _, id := range f.Sources {
 				e := byID[id]
 				src.JournalIDs = append(src.JournalIDs, id)
-				src.MessageIDs = append(src.MessageIDs, e.Sources.V.MessageIDs...)
-				src.EventRefs = append(src.EventRefs, e.Sources.V.EventRefs...)
 				if e.GameTime.After(gameTime) {
 					gameTime = e.GameTime
 				}
+			}
+			src, err := js.Provenance(ctx, ch.ID, src)
+			if err != nil {
+				return err
+			}
+			hash := journal.ContentHash(js.Ground(f.Content, gameTime))
+			same, err := js.MemoriesByHash(ctx, ch.ID, js.Ground(f.Content, gameTime))
+			if err != nil {
+				return err
+			}
+			// A fact known already is kept once, citing where it was
+			// found again too.
+			kept := dup[i]
+			if len(same) > 0 {
+				kept = same[0].ID
+			} else if id, ok := added[hash]; ok {
+				kept = id
+			}
+			if kept != 0 {
+				res.Skipped++
+				if err := js.CiteMore(ctx, ch.ID, kept, src); err != nil {
+					return err
+				}
+				continue
 			}
 			entity := character.EntityKey(f.Entity)
 			if notEntities[entity] {
@@ -348,6 +362,7 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 			if err != nil {
 				return err
 			}
+			added[hash] = m.ID
 			res.Added++
 			if len(superseded) > 0 {
 				res.Superseded++
@@ -450,6 +465,12 @@ func (c *Consolidator) reflect(ctx context.Context, ch *character.Character, ent
 		if e.GameTime.After(gameTime) {
 			gameTime = e.GameTime
 		}
+	}
+	// A reflection cites the events behind its entries too, so a search
+	// that finds it points at what happened.
+	src, err = c.deps.Journal.Provenance(ctx, ch.ID, src)
+	if err != nil {
+		return err
 	}
 	return c.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := c.deps.Characters.WithTx(tx).Still(ctx, ch); err != nil {

@@ -55,6 +55,14 @@ func formatEvents(evs []character.Event, self string) string {
 	return b.String()
 }
 
+// perceived renders events as the NPC perceives them: formatEvents, with
+// relative dates resolved against each event's time (unless the journal
+// keeps them raw), so that the NPC, and a search months later, read
+// "yesterday [7 May 2023]".
+func (e *Engine) perceived(evs []character.Event, self string) string {
+	return e.deps.Journal.Ground(formatEvents(evs, self), time.Time{})
+}
+
 func describeEvent(e character.Event, self string) string {
 	actor := e.Actor
 	if actor == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,10 @@ func TestSleepConsolidatesSupersedesAndSkips(t *testing.T) {
 	all, err := env.jour.Memories(ctx, "brom", journal.MemoryQuery{Entity: "alice", Key: "home", Superseded: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The repeated line is kept once, citing both times it was said.
+	if len(all) > 0 && len(all[0].Sources.V.MessageIDs) != 2 {
+		t.Fatalf("the Oakvale memory cites messages %v, want both lines", all[0].Sources.V.MessageIDs)
 	}
 	if len(all) != 2 || all[0].Current() || !all[1].Current() || all[0].SupersededBy == nil || *all[0].SupersededBy != all[1].ID ||
 		!strings.Contains(all[1].Content, "Riverton") {
@@ -383,6 +388,121 @@ func TestSleepSummaryOverlappingARecreateCommitsNothing(t *testing.T) {
 	for _, m := range ms {
 		if m.State != character.StateLive || m.Summary {
 			t.Fatalf("the new life has message %d in state %s (summary %v)", m.ID, m.State, m.Summary)
+		}
+	}
+}
+
+// What sleep writes cites the game's events: a reflection the events
+// behind the entries it reflects on, and a memory consolidated from a
+// reflection the same events, so memory_search results point at what
+// happened.
+func TestSleepKeepsTheEventsBehindWhatItWrites(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		in := EventInput{ID: fmt.Sprintf("ev-%d", i), Kind: "say", Actor: "bob", Text: fmt.Sprintf("Wolves killed %d of my sheep and my brother is missing!", i+2)}
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{in}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := env.eng.Sleep(ctx, "brom"); err != nil || rep.Reflections != 1 {
+		t.Fatalf("sleep: %+v %v, want one reflection", rep, err)
+	}
+	es, err := env.jour.List(ctx, "brom", journal.ListQuery{Type: journal.TypeReflection})
+	if err != nil || len(es) != 1 {
+		t.Fatalf("reflections %+v %v", es, err)
+	}
+	refl := es[0]
+	want := map[string]bool{}
+	for _, id := range refl.Sources.V.JournalIDs {
+		e, err := env.jour.Get(ctx, "brom", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range e.Sources.V.EventRefs {
+			want[r] = true
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("the reflected entries cite no events")
+	}
+	got := map[string]bool{}
+	for _, r := range refl.Sources.V.EventRefs {
+		got[r] = true
+	}
+	for r := range want {
+		if !got[r] {
+			t.Errorf("reflection cites %v, missing %s", refl.Sources.V.EventRefs, r)
+		}
+	}
+	// The next sleep consolidates the reflection itself.
+	if _, err := env.eng.Sleep(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := env.jour.Memories(ctx, "brom", journal.MemoryQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromReflection := 0
+	for _, m := range ms {
+		if !slices.Contains(m.Sources.V.JournalIDs, refl.ID) {
+			continue
+		}
+		fromReflection++
+		if len(m.Sources.V.EventRefs) < len(want) {
+			t.Errorf("memory %q from the reflection cites events %v, want those of the reflection", m.Content, m.Sources.V.EventRefs)
+		}
+	}
+	if fromReflection == 0 {
+		t.Fatal("no memory was consolidated from the reflection")
+	}
+}
+
+// A relative date in what an NPC perceives is resolved against the event's
+// time in the perceived line, the journal entry and the memory made from
+// it, so "when did she leave?" finds a date months later.
+func TestPerceivedRelativeDatesAreGrounded(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 5, 8, 14, 0, 0, 0, time.UTC) // a Friday
+	in := EventInput{ID: "ev-1", Kind: "say", Actor: "alice", Text: "My sister left for the capital yesterday, I promise it's true!", At: at}
+	if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{in}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	const want = "yesterday [7 May 2026]"
+	msgs, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range msgs {
+		found = found || m.Role == "user" && strings.Contains(m.Content, want)
+	}
+	if !found {
+		t.Fatalf("no perceived line holds %q: %+v", want, msgs)
+	}
+	if _, err := env.eng.Sleep(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := env.jour.Memories(ctx, "brom", journal.MemoryQuery{})
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("memories %v %v", ms, err)
+	}
+	for _, m := range ms {
+		if strings.Contains(m.Content, "yesterday") && !strings.Contains(m.Content, want) {
+			t.Errorf("memory %q keeps an ungrounded date", m.Content)
 		}
 	}
 }

@@ -140,7 +140,7 @@ func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
 				ts.gameTime = ev.At
 			}
 		}
-		ts.user = &character.Message{Role: llm.RoleUser, Content: formatEvents(shown, c.Name), Turn: ts.turn, Tick: ts.tick,
+		ts.user = &character.Message{Role: llm.RoleUser, Content: e.perceived(shown, c.Name), Turn: ts.turn, Tick: ts.tick,
 			EventRefs: store.NewJSON(ts.refs), GameTime: ts.gameTime}
 		ts.current = append(ts.current, ts.user)
 	}

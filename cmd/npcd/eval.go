@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"gorm.io/gorm"
@@ -58,6 +61,9 @@ the sources of the top k results. Categories: 1 multi-hop, 2 temporal, 3 open-do
 					return err
 				}
 			}
+			if opts.Ablate == "all" {
+				return ablateAll(cmd.Context(), opts, asJSON, stdout)
+			}
 			rep, err := eval.LoCoMo(cmd.Context(), opts)
 			if err != nil {
 				return err
@@ -79,8 +85,36 @@ the sources of the top k results. Categories: 1 multi-hop, 2 temporal, 3 open-do
 	f.BoolVar(&withSleep, "sleep", true, "sleep between sessions (consolidation, and compaction past 70%)")
 	f.BoolVar(&noCompaction, "no-compaction", false, "run without the compactor (and without consolidation)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of the table")
+	f.StringVar(&opts.Ablate, "ablate", "", "switch one signal of the memory search off ("+strings.Join(slices.Sorted(maps.Keys(eval.Ablations)), ", ")+
+		`), or "all" to run once with each off and print one line per signal`)
+	f.BoolVar(&opts.Details, "details", false, "with --json, add every question's recall and the event refs each result cited")
 	_ = locomo.MarkFlagRequired("events")
 	_ = locomo.MarkFlagRequired("questions")
 	cmd.AddCommand(locomo)
 	return cmd
+}
+
+// ablateAll runs the benchmark once with every signal and once with each
+// signal off, and prints a line per signal (or, with asJSON, the reports).
+func ablateAll(ctx context.Context, opts eval.Options, asJSON bool, stdout io.Writer) error {
+	opts.Ablate = ""
+	full, err := eval.LoCoMo(ctx, opts)
+	if err != nil {
+		return err
+	}
+	var ablated []*eval.Report
+	for _, name := range slices.Sorted(maps.Keys(eval.Ablations)) {
+		opts.Ablate = name
+		rep, err := eval.LoCoMo(ctx, opts)
+		if err != nil {
+			return err
+		}
+		ablated = append(ablated, rep)
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"full": full, "ablated": ablated})
+	}
+	full.WriteTable(stdout)
+	eval.WriteAblations(stdout, full, ablated)
+	return nil
 }
