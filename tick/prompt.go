@@ -63,7 +63,7 @@ func describeEvent(e character.Event, self string) string {
 	// One line per event: a line break in a player's text would otherwise
 	// start a line the model reads as another perceived event, from anyone
 	// the player cares to name.
-	text := oneLine(e.Text)
+	text := oneLine(llm.Defuse(e.Text))
 	target := e.Target
 	if target == "" || strings.EqualFold(target, self) {
 		target = "you"
@@ -131,7 +131,7 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			return "", err
 		}
 		for _, p := range ps {
-			present = append(present, profileLine(p))
+			present = append(present, oneLine(llm.Defuse(profileLine(p))))
 		}
 	}
 	if e.cfg.RecallK > 0 {
@@ -148,7 +148,7 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			if r.Kind == "message" && allIn(r.Sources.MessageIDs, live) {
 				continue // already in the live context
 			}
-			recalled = append(recalled, fmt.Sprintf("- [%s] %s", r.GameTime.UTC().Format("2006-01-02"), truncate(oneLine(r.Content), 400)))
+			recalled = append(recalled, fmt.Sprintf("- [%s] %s", r.GameTime.UTC().Format("2006-01-02"), truncate(oneLine(llm.Defuse(r.Content)), 400)))
 			if len(recalled) == e.cfg.RecallK {
 				break
 			}
@@ -255,15 +255,22 @@ func truncate(s string, n int) string {
 func assemble(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
 	out := make([]llm.Message, 0, len(live)+len(current)+1)
 	if len(live) > 0 && live[0].Summary {
-		system += "\n\n" + live[0].Content
+		body := strings.TrimPrefix(live[0].Content, character.SummaryPrefix)
+		system += "\n\n" + character.SummaryPrefix + llm.Defuse(body)
 		live = live[1:]
 	}
 	out = append(out, llm.Message{Role: llm.RoleSystem, Content: system})
+	// Every stored message is defused as it enters the prompt: players'
+	// events, the game's tool results and the NPC's own words, which echo
+	// them, whenever they were stored.
 	for i := range live {
-		out = append(out, live[i].Prompt())
+		pm := live[i].Prompt()
+		pm.Content = llm.Defuse(pm.Content)
+		out = append(out, pm)
 	}
 	for _, m := range current {
 		pm := m.Prompt()
+		pm.Content = llm.Defuse(pm.Content)
 		if working != "" && pm.Role == llm.RoleUser {
 			pm.Content = working + "\n\n" + NowHeader + "\n" + pm.Content
 			working = ""
