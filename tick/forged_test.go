@@ -76,3 +76,48 @@ func TestForgedTagsNeverReachTheNextSystemMessage(t *testing.T) {
 		})
 	}
 }
+
+// A tool call naming no function is the model's mistake: it is answered to
+// the model like a call to an unknown tool, and the tick goes on.
+func TestNamelessToolCallIsAnsweredToTheModel(t *testing.T) {
+	env, f := remoteEnv(t, 5*time.Second)
+	ctx := context.Background()
+	var seen []openai.ChatCompletionMessage
+	f.set(func(kind string, n int, req openai.ChatCompletionRequest) (int, string, time.Duration) {
+		if kind != "tick" {
+			return chatty(kind, n, req)
+		}
+		if n == 1 {
+			return 200, completion(openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{
+				ID: "call_x", Type: "function", Function: openai.FunctionCall{Name: "", Arguments: `{"text":"hi"}`}}}}), 0
+		}
+		seen = req.Messages
+		return 200, sayCompletion(n, "Aye."), 0
+	})
+	if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: "Hello?"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.eng.Tick(ctx, "brom")
+	if err != nil {
+		t.Fatalf("the tick failed on the model's nameless call: %v", err)
+	}
+	if res.InvalidCalls != 1 || len(res.Actions) != 1 || res.Actions[0].Tool != "say" {
+		t.Fatalf("invalid calls %d, actions %+v; want 1 refused call then a say", res.InvalidCalls, res.Actions)
+	}
+	if f.count("tick") != 2 {
+		t.Fatalf("model called %d times, want 2 (the second to read its mistake)", f.count("tick"))
+	}
+	var answered bool
+	for i, m := range seen {
+		if m.Role == "assistant" && len(m.ToolCalls) == 1 && m.ToolCalls[0].ID == "call_x" {
+			if m.ToolCalls[0].Function.Name == "" {
+				t.Errorf("the nameless call is sent back with no name; providers refuse that")
+			}
+			answered = i+1 < len(seen) && seen[i+1].Role == "tool" && seen[i+1].ToolCallID == "call_x" &&
+				strings.Contains(seen[i+1].Content, "names no tool") && strings.Contains(seen[i+1].Content, "say")
+		}
+	}
+	if !answered {
+		t.Errorf("the model never read why its call failed: %+v", seen)
+	}
+}
