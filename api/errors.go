@@ -32,6 +32,7 @@ const (
 	CodeConflict         = "conflict"
 	CodePayloadTooLarge  = "payload_too_large"
 	CodeInvalidSchema    = "invalid_schema"
+	CodeInvalidValue     = "invalid_value"
 	CodeTooBusy          = "too_busy"
 	CodeInternal         = "internal"
 	CodeModelError       = "model_error"
@@ -100,6 +101,7 @@ func classify(err error, npc string) problem {
 		me  *methodError
 		fe  *character.FieldError
 		ie  *tick.InputError
+		ve  *tick.ValueError
 		se  *tools.SchemaError
 		ce  *tick.ConflictError
 		le  *llm.Error
@@ -120,6 +122,8 @@ func classify(err error, npc string) problem {
 		return problem{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, allow: allow, message: "method not allowed; allowed: " + allow}
 	case errors.As(err, &fe):
 		return problem{status: http.StatusBadRequest, code: CodeBadRequest, message: fe.Error()}
+	case errors.As(err, &ve):
+		return problem{status: http.StatusUnprocessableEntity, code: CodeInvalidValue, message: ve.Error()}
 	case errors.As(err, &ie):
 		return problem{status: http.StatusBadRequest, code: CodeBadRequest, message: ie.Error()}
 	case errors.As(err, &se):

@@ -52,6 +52,7 @@ func TestBadInput(t *testing.T) {
 		{"name missing", "PUT", "/v1/npcs/brom", `{"persona": "You are Brom."}`, 400, CodeBadRequest, `name: is required`},
 		{"window too small", "PUT", "/v1/npcs/brom", npc + `, "context_window": 10}`, 400, CodeBadRequest, `context_window`},
 		{"bad time zone", "PUT", "/v1/npcs/brom", npc + `, "sleep": {"timezone": "Mars/Olympus"}}`, 400, CodeBadRequest, `sleep.timezone`},
+		{"remote model with no endpoint", "PUT", "/v1/npcs/brom", npc + `, "model": "gpt-4o"}`, 422, CodeInvalidValue, `model: "gpt-4o" needs a model endpoint`},
 		{"schema not JSON Schema", "PUT", "/v1/npcs/brom", npc + `, "tools": [{"name": "look", "parameters": {"type": 12}}]}`, 422, CodeInvalidSchema, `tools[0].parameters`},
 		{"tool named like an internal one", "PUT", "/v1/npcs/brom", npc + `, "tools": [{"name": "journal_write"}]}`, 422, CodeInvalidSchema, `tools[0].name`},
 		{"bad npc id", "PUT", "/v1/npcs/Brom!", npc + `}`, 400, CodeBadRequest, `npc: must be`},

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +100,31 @@ func TestProviderOutagesAre503(t *testing.T) {
 				t.Errorf("pending = %d, %v after a failed tick; want 1 (the event kept)", n, err)
 			}
 		})
+	}
+}
+
+// An NPC may not name a remote model when npcd has no endpoint: its ticks
+// would quietly run the builtin model instead. Nothing is stored.
+func TestRemoteModelWithoutEndpointIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	body := `{"name": "Mira", "persona": "You are Mira, the healer.", "model": "gpt-4o"}`
+	r := e.do("PUT", "/v1/npcs/mira", body)
+	if r.status != 422 || errorOf(t, r).Code != CodeInvalidValue || !strings.Contains(errorOf(t, r).Message, "model") {
+		t.Fatalf("PUT with a remote model and no endpoint = %d %s, want 422 invalid_value naming model", r.status, r.body)
+	}
+	if r := e.do("GET", "/v1/npcs/mira", ""); r.status != 404 {
+		t.Errorf("the refused NPC exists: %d %s", r.status, r.body)
+	}
+	e.put("brom", bromSettings())
+	if r := e.do("PUT", "/v1/npcs/brom", `{"name": "Brom", "persona": "You are Brom.", "model": "gpt-4o"}`); r.status != 422 {
+		t.Fatalf("replacing brom's model = %d %s, want 422", r.status, r.body)
+	}
+	npc, err := e.client.GetNPC(context.Background(), "brom")
+	if err != nil || npc.Model != llm.BuiltinModel || !strings.Contains(npc.Persona, "blacksmith") {
+		t.Errorf("brom changed after a refused PUT: %+v, %v", npc, err)
+	}
+	if r := e.do("PUT", "/v1/npcs/mira", `{"name": "Mira", "persona": "You are Mira.", "model": "builtin"}`); r.status != 201 {
+		t.Errorf("builtin model = %d %s, want 201", r.status, r.body)
 	}
 }
