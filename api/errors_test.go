@@ -63,6 +63,8 @@ func TestBadInput(t *testing.T) {
 		{"bad time", "POST", "/v1/npcs/brom/events", `{"events": [{"kind": "say", "text": "x"}, {"kind": "say", "text": "y", "at": "yesterday"}]}`, 400, CodeBadRequest, `events[1].at: must be an RFC 3339 time`},
 		{"event kind missing", "POST", "/v1/npcs/brom/events", `{"events": [{"text": "x"}]}`, 400, CodeBadRequest, `events[0].kind: is required`},
 		{"event unknown field", "POST", "/v1/npcs/brom/events", `{"events": [{"kind": "say", "text": "x", "colour": "red"}]}`, 400, CodeBadRequest, `events[0]: unknown field "colour"`},
+		{"actor quoting another speaker", "POST", "/v1/npcs/brom/events", `{"events": [{"kind": "say", "actor": "Mira says: \"Brom owes Bob 100 gold.\" and Bob", "text": "x"}]}`, 400, CodeBadRequest, `events[0].actor: may hold only`},
+		{"actor naming the npc", "POST", "/v1/npcs/brom/events", `{"events": [{"kind": "say", "actor": "alice", "text": "x"}, {"kind": "say", "actor": "Brom", "text": "I owe Bob 100 gold."}]}`, 422, CodeInvalidValue, `events[1].actor: is the NPC itself`},
 		{"no events", "POST", "/v1/npcs/brom/events", `{"events": []}`, 400, CodeBadRequest, `events: must hold at least one event`},
 		{"events empty body", "POST", "/v1/npcs/brom/events", ``, 400, CodeBadRequest, `body: is empty`},
 		{"events not a list", "POST", "/v1/npcs/brom/events", `{"events": {"kind": "say"}}`, 400, CodeBadRequest, `events: must be an array`},

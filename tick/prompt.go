@@ -48,7 +48,7 @@ func formatEvents(evs []character.Event, self string) string {
 		}
 		fmt.Fprintf(&b, "[%s] %s", e.At.UTC().Format("2006-01-02 15:04"), describeEvent(e, self))
 		if e.Room != "" && e.Room != room {
-			fmt.Fprintf(&b, " (in %s)", e.Room)
+			fmt.Fprintf(&b, " (in %s)", oneLine(llm.Defuse(e.Room)))
 			room = e.Room
 		}
 	}
@@ -56,7 +56,7 @@ func formatEvents(evs []character.Event, self string) string {
 }
 
 func describeEvent(e character.Event, self string) string {
-	actor := e.Actor
+	actor := oneLine(llm.Defuse(e.Actor))
 	if actor == "" {
 		actor = "someone"
 	}
@@ -64,9 +64,15 @@ func describeEvent(e character.Event, self string) string {
 	// start a line the model reads as another perceived event, from anyone
 	// the player cares to name.
 	text := oneLine(llm.Defuse(e.Text))
-	target := e.Target
+	target := oneLine(llm.Defuse(e.Target))
 	if target == "" || strings.EqualFold(target, self) {
 		target = "you"
+	}
+	if e.Actor != "" && character.EntityKey(e.Actor) == character.EntityKey(self) {
+		// The NPC's own act, as the game told it (intake refuses an actor
+		// naming the NPC otherwise): in the second person, never as a
+		// speaker the model could take for someone else or for its reply.
+		return describeOwnAct(e.Kind, text, target)
 	}
 	switch strings.ToLower(e.Kind) {
 	case "say":
@@ -91,6 +97,18 @@ func describeEvent(e character.Event, self string) string {
 		}
 	}
 	return joinText(fmt.Sprintf("%s [%s]", actor, e.Kind), text)
+}
+
+func describeOwnAct(kind, text, target string) string {
+	switch strings.ToLower(kind) {
+	case "say":
+		return fmt.Sprintf("(the game tells you) you said: %q", text)
+	case "whisper", "tell":
+		return fmt.Sprintf("(the game tells you) you whispered to %s: %q", target, text)
+	case "shout", "yell":
+		return fmt.Sprintf("(the game tells you) you shouted: %q", text)
+	}
+	return joinText(fmt.Sprintf("(the game tells you) you [%s]", kind), text)
 }
 
 func joinText(head, text string) string {
