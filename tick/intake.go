@@ -41,7 +41,8 @@ type EventInput struct {
 // MaxNameChars bounds an event's actor, target and room, in characters.
 const MaxNameChars = 64
 
-// checkName enforces the rule for names a game sends (actor, target, room):
+// checkName enforces the rule for names a game sends (kind, actor, target,
+// room):
 // at most MaxNameChars characters of letters, digits, spaces and ' ’ - _ . ,
 // # &. Names are rendered unquoted into the NPC's perception ("Bob says:
 // …"), so quotes, colons, brackets and line breaks would let a name write
@@ -99,7 +100,7 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 		case strings.TrimSpace(ev.Text) == "" && strings.TrimSpace(ev.Actor) == "" && !ev.Self:
 			return 0, 0, &InputError{Field: f + ".text", Message: "an event needs a text or an actor"}
 		}
-		for _, n := range []struct{ field, value string }{{".actor", ev.Actor}, {".target", ev.Target}, {".room", ev.Room}} {
+		for _, n := range []struct{ field, value string }{{".kind", kind}, {".actor", ev.Actor}, {".target", ev.Target}, {".room", ev.Room}} {
 			if err := checkName(f+n.field, oneLine(n.value)); err != nil {
 				return 0, 0, err
 			}
