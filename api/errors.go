@@ -32,7 +32,7 @@ const (
 	CodeConflict         = "conflict"
 	CodePayloadTooLarge  = "payload_too_large"
 	CodeInvalidSchema    = "invalid_schema"
-	CodeUnprocessable    = "unprocessable"
+	CodeInvalidValue     = "invalid_value"
 	CodeTooBusy          = "too_busy"
 	CodeInternal         = "internal"
 	CodeModelError       = "model_error"
@@ -102,6 +102,7 @@ func classify(err error, npc string) problem {
 		fe  *character.FieldError
 		ue  *character.UnfitError
 		ie  *tick.InputError
+		ve  *tick.ValueError
 		se  *tools.SchemaError
 		ce  *tick.ConflictError
 		le  *llm.Error
@@ -121,9 +122,11 @@ func classify(err error, npc string) problem {
 		allow := strings.Join(me.allow, ", ")
 		return problem{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed, allow: allow, message: "method not allowed; allowed: " + allow}
 	case errors.As(err, &ue):
-		return problem{status: http.StatusUnprocessableEntity, code: CodeUnprocessable, message: ue.Error()}
+		return problem{status: http.StatusUnprocessableEntity, code: CodeInvalidValue, message: ue.Error()}
 	case errors.As(err, &fe):
 		return problem{status: http.StatusBadRequest, code: CodeBadRequest, message: fe.Error()}
+	case errors.As(err, &ve):
+		return problem{status: http.StatusUnprocessableEntity, code: CodeInvalidValue, message: ve.Error()}
 	case errors.As(err, &ie):
 		return problem{status: http.StatusBadRequest, code: CodeBadRequest, message: ie.Error()}
 	case errors.As(err, &se):
@@ -154,18 +157,25 @@ func classify(err error, npc string) problem {
 	return problem{status: http.StatusInternalServerError, code: CodeInternal, message: "internal error; the cause is in npcd's log"}
 }
 
-// modelProblem maps a model failure by its code: a provider that asks us to
-// wait is 503, one that failed outright is 502.
+// modelProblem maps a model failure by its code: a provider that is out of
+// reach, overloaded or slow (still so after the client's retries: 429, 5xx,
+// an error page from a proxy, a refused or dropped connection, a cut-off
+// answer, a timeout) is 503 with Retry-After, since the same request can
+// succeed later; an answer that is unusable, or a request the provider
+// refuses, is 502, since retrying it as is will not help.
 func modelProblem(le *llm.Error) problem {
 	switch le.Code {
-	case llm.CodeRateLimit, llm.CodeTimeout:
+	case llm.CodeRateLimit, llm.CodeTimeout, llm.CodeUnavailable:
 		wait := le.RetryAfter
 		if wait <= 0 {
 			wait = retryModel
 		}
 		msg := "the model provider is rate limiting; retry later"
-		if le.Code == llm.CodeTimeout {
+		switch le.Code {
+		case llm.CodeTimeout:
 			msg = "the model did not answer in time; retry later"
+		case llm.CodeUnavailable:
+			msg = "the model provider is unavailable; retry later"
 		}
 		return problem{status: http.StatusServiceUnavailable, code: CodeModelUnavailable, retryAfter: wait, message: msg}
 	}
@@ -177,8 +187,6 @@ func modelReason(c llm.Code) string {
 	switch c {
 	case llm.CodeOverflow:
 		return "context overflow after recovery"
-	case llm.CodeUnavailable:
-		return "provider unavailable"
 	case llm.CodeAuth:
 		return "provider refused npcd's credentials"
 	case llm.CodeBadRequest:

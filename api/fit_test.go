@@ -33,8 +33,8 @@ func TestSettingsThatLeaveNoRoomAreRefused(t *testing.T) {
 				t.Fatalf("PUT = %d %s, want 422", r.status, r.body)
 			}
 			got := errorOf(t, r)
-			if got.Code != CodeUnprocessable || !strings.HasPrefix(got.Message, tt.field+":") || !strings.Contains(got.Message, "need") {
-				t.Fatalf("error %+v, want %s naming %s and the room needed", got, CodeUnprocessable, tt.field)
+			if got.Code != CodeInvalidValue || !strings.HasPrefix(got.Message, tt.field+":") || !strings.Contains(got.Message, "need") {
+				t.Fatalf("error %+v, want %s naming %s and the room needed", got, CodeInvalidValue, tt.field)
 			}
 			m := minWindow.FindStringSubmatch(got.Message)
 			if m == nil {
@@ -80,7 +80,7 @@ func TestEventFarAheadIsRefused(t *testing.T) {
 	if r.status != 422 {
 		t.Fatalf("POST = %d %s, want 422", r.status, r.body)
 	}
-	if got := errorOf(t, r); got.Code != CodeUnprocessable || !strings.HasPrefix(got.Message, "events[1].at:") {
+	if got := errorOf(t, r); got.Code != CodeInvalidValue || !strings.HasPrefix(got.Message, "events[1].at:") {
 		t.Fatalf("error %+v, want events[1].at", got)
 	}
 	// evt-2 was not stored: posting it again accepts it.

@@ -286,7 +286,7 @@ func TestModelFailures(t *testing.T) {
 	}{
 		{llm.CodeRateLimit, http.StatusServiceUnavailable, CodeModelUnavailable, true},
 		{llm.CodeTimeout, http.StatusServiceUnavailable, CodeModelUnavailable, true},
-		{llm.CodeUnavailable, http.StatusBadGateway, CodeModelError, false},
+		{llm.CodeUnavailable, http.StatusServiceUnavailable, CodeModelUnavailable, true},
 		{llm.CodeAuth, http.StatusBadGateway, CodeModelError, false},
 		{llm.CodeBadRequest, http.StatusBadGateway, CodeModelError, false},
 		{llm.CodeBadResponse, http.StatusBadGateway, CodeModelError, false},

@@ -83,6 +83,9 @@ type Event struct {
 	Text   string    `json:"text,omitempty"`
 	Room   string    `json:"room,omitempty"`
 	At     time.Time `json:"at,omitzero"`
+	// Self marks the NPC's own act as the game resolved it; only then may
+	// the actor name the NPC.
+	Self bool `json:"self,omitempty"`
 }
 
 // EventsRequest is the body of POST /v1/npcs/{npc}/events.

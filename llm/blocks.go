@@ -1,10 +1,14 @@
 package llm
 
-import "strings"
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+)
 
 // Tags that delimit the parts of summarize and extract prompts. Prompt
-// builders wrap each part with Block; the builtin model reads them back with
-// BlockOf. Remote models see them as plain XML-like sections.
+// builders wrap the parts with Blocks; the builtin model reads them back
+// with BlockOf. Remote models see them as plain XML-like sections.
 const (
 	TagPreviousSummary = "previous_summary"
 	TagPinned          = "pinned"
@@ -14,22 +18,94 @@ const (
 	TagKnown           = "known"
 )
 
-// Block wraps body in <tag> … </tag> lines.
-func Block(tag, body string) string {
-	return "<" + tag + ">\n" + strings.TrimSpace(body) + "\n</" + tag + ">"
+// Part is one tagged section of a prompt.
+type Part struct {
+	Tag  string
+	Body string
 }
 
-// BlockOf returns the body of the last <tag> block in text.
+// Blocks renders parts as the whole text of one prompt message, each as
+// <tag-NONCE> … </tag-NONCE> lines. The nonce is fresh for every prompt, so
+// text inside a body (which has been through Defuse anyway) cannot close a
+// block or open another one: it would have to guess the nonce. Parts with
+// an empty tag are skipped.
+func Blocks(parts ...Part) string {
+	nonce := newNonce()
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Tag == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("<" + p.Tag + "-" + nonce + ">\n" + strings.TrimSpace(p.Body) + "\n</" + p.Tag + "-" + nonce + ">")
+	}
+	return b.String()
+}
+
+func newNonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// BlockOf returns the body of the first <tag> block of text, a message
+// rendered by Blocks. It reads the blocks in order from the start of text:
+// the nonce is the one of the first line, each block ends at the first line
+// that closes it with that nonce, and reading stops at anything else. No
+// body can therefore add, end or hide a block.
 func BlockOf(text, tag string) (string, bool) {
-	open, end := "<"+tag+">", "</"+tag+">"
-	i := strings.LastIndex(text, open)
-	if i < 0 {
+	lines := strings.Split(text, "\n")
+	i := 0
+	skip := func() {
+		for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
+			i++
+		}
+	}
+	skip()
+	if i == len(lines) {
 		return "", false
 	}
-	rest := text[i+len(open):]
-	j := strings.Index(rest, end)
-	if j < 0 {
+	_, nonce, ok := openTag(lines[i])
+	if !ok {
 		return "", false
 	}
-	return strings.TrimSpace(rest[:j]), true
+	for i < len(lines) {
+		name, n, ok := openTag(lines[i])
+		if !ok || n != nonce {
+			return "", false
+		}
+		end := "</" + name + "-" + nonce + ">"
+		j := i + 1
+		for j < len(lines) && lines[j] != end {
+			j++
+		}
+		if j == len(lines) {
+			return "", false
+		}
+		if name == tag {
+			return strings.TrimSpace(strings.Join(lines[i+1:j], "\n")), true
+		}
+		i = j + 1
+		skip()
+	}
+	return "", false
+}
+
+// openTag parses a line "<name-nonce>" as Blocks writes it.
+func openTag(line string) (name, nonce string, ok bool) {
+	if len(line) < 3 || line[0] != '<' || line[len(line)-1] != '>' || line[1] == '/' {
+		return "", "", false
+	}
+	name, nonce, ok = strings.Cut(line[1:len(line)-1], "-")
+	if !ok || name == "" || len(nonce) != 16 || strings.ContainsAny(name, "<>/ ") {
+		return "", "", false
+	}
+	for _, r := range nonce {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return "", "", false
+		}
+	}
+	return name, nonce, true
 }

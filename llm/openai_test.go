@@ -503,6 +503,24 @@ func TestChatErrors(t *testing.T) {
 			wantCause:    func(err error) bool { var e *json.SyntaxError; return errors.As(err, &e) },
 		},
 		{
+			name: "200 whose body is cut off",
+			replies: func(*testing.T) []reply {
+				return []reply{{body: `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hel`}}
+			},
+			wantCode:     CodeUnavailable,
+			wantStatus:   200,
+			wantAttempts: 3,
+		},
+		{
+			name: "200 whose connection drops mid-body",
+			replies: func(*testing.T) []reply {
+				return []reply{{header: map[string]string{"Content-Length": "400"}, body: `{"id":"x","object":"chat.completion","choices":[{"index":0,`}}
+			},
+			wantCode:     CodeUnavailable,
+			wantStatus:   200,
+			wantAttempts: 3,
+		},
+		{
 			name: "tool call without a function name",
 			replies: func(t *testing.T) []reply {
 				return []reply{chatOK(t, map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{

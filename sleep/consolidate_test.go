@@ -34,7 +34,7 @@ func TestConsolidationPromptsGolden(t *testing.T) {
 
 func TestPromptsDefuseForgedMarkers(t *testing.T) {
 	p := render(ExtractionPrompt("Brom", sampleEntries(), nil))
-	if strings.Count(p, "</entries>") != 1 || strings.Contains(p, "[CONTEXT SUMMARY] Brom owes") {
+	if strings.Count(p, "</entries") != 1 || strings.Contains(p, "[CONTEXT SUMMARY] Brom owes") {
 		t.Fatalf("a player's text closed the entries block or posed as a summary:\n%s", p)
 	}
 }

@@ -1,6 +1,7 @@
 package sleep
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,12 +12,16 @@ import (
 	"github.com/npcd/npcd/store"
 )
 
+// nonceRe matches the per-prompt mark of llm.Blocks, which render replaces
+// so golden files stay stable.
+var nonceRe = regexp.MustCompile(`-[0-9a-f]{16}>`)
+
 func render(ms []llm.Message) string {
 	var b strings.Builder
 	for _, m := range ms {
 		b.WriteString("=== " + m.Role + "\n" + m.Content + "\n")
 	}
-	return b.String()
+	return nonceRe.ReplaceAllString(b.String(), "-NONCE>")
 }
 
 func sampleSpan() []character.Message {

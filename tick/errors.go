@@ -34,3 +34,16 @@ func (e *ConflictError) Error() string { return e.Field + ": " + e.Message }
 
 // Unwrap makes a ConflictError match ErrConflict.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// ValueError is a well-formed field whose value npcd cannot accept (a model
+// that needs an endpoint npcd lacks, an actor posing as the NPC), naming the
+// field. It matches ErrInvalid.
+type ValueError struct {
+	Field   string
+	Message string
+}
+
+func (e *ValueError) Error() string { return e.Field + ": " + e.Message }
+
+// Unwrap makes a ValueError match ErrInvalid.
+func (e *ValueError) Unwrap() error { return ErrInvalid }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -30,6 +32,38 @@ type EventInput struct {
 	Text   string    `json:"text,omitempty"`
 	Room   string    `json:"room,omitempty"`
 	At     time.Time `json:"at,omitempty"`
+	// Self says the event is the NPC's own act as the game resolved it
+	// (actor empty or the NPC itself). Without it an actor naming the NPC
+	// is refused: the line would read as the NPC's own words.
+	Self bool `json:"self,omitempty"`
+}
+
+// MaxNameChars bounds an event's actor, target and room, in characters.
+const MaxNameChars = 64
+
+// checkName enforces the rule for names a game sends (kind, actor, target,
+// room):
+// at most MaxNameChars characters of letters, digits, spaces and ' ’ - _ . ,
+// # &. Names are rendered unquoted into the NPC's perception ("Bob says:
+// …"), so quotes, colons, brackets and line breaks would let a name write
+// a line of its own, from any speaker.
+func checkName(field, s string) error {
+	if utf8.RuneCountInString(s) > MaxNameChars {
+		return &InputError{Field: field, Message: fmt.Sprintf("is longer than %d characters", MaxNameChars)}
+	}
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == ' ' || strings.ContainsRune("'’-_.,#&", r) {
+			continue
+		}
+		return &InputError{Field: field, Message: fmt.Sprintf("may hold only letters, digits, spaces and ' - _ . , # & (not %q)", r)}
+	}
+	return nil
+}
+
+// isSelf reports whether name names the NPC c (its name or its id).
+func isSelf(name string, c *character.Character) bool {
+	k := character.EntityKey(name)
+	return k != "" && (k == character.EntityKey(c.Name) || k == character.EntityKey(c.ID))
 }
 
 // PostEvents stores events for NPC id. Each is durable when this returns
@@ -65,8 +99,13 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 			return 0, 0, &InputError{Field: f + ".room", Message: fmt.Sprintf("is longer than %d bytes", maxShortField)}
 		case len(ev.Text) > e.cfg.MaxEventTextBytes:
 			return 0, 0, &InputError{Field: f + ".text", Message: fmt.Sprintf("is longer than %d bytes", e.cfg.MaxEventTextBytes)}
-		case strings.TrimSpace(ev.Text) == "" && strings.TrimSpace(ev.Actor) == "":
+		case strings.TrimSpace(ev.Text) == "" && strings.TrimSpace(ev.Actor) == "" && !ev.Self:
 			return 0, 0, &InputError{Field: f + ".text", Message: "an event needs a text or an actor"}
+		}
+		for _, n := range []struct{ field, value string }{{".kind", kind}, {".actor", ev.Actor}, {".target", ev.Target}, {".room", ev.Room}} {
+			if err := checkName(f+n.field, oneLine(n.value)); err != nil {
+				return 0, 0, err
+			}
 		}
 		evs[i] = character.Event{Kind: kind, Actor: oneLine(ev.Actor), Target: oneLine(ev.Target), Text: ev.Text, Room: oneLine(ev.Room), At: ev.At}
 		if ev.ID != "" {
@@ -81,11 +120,23 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 		return 0, 0, err
 	}
 	defer e.inflight.Done()
-	if _, err := e.deps.Characters.Get(ctx, id); err != nil {
+	c, err := e.deps.Characters.Get(ctx, id)
+	if err != nil {
 		return 0, 0, err
 	}
 	if err := e.checkEventTimes(ctx, in); err != nil {
 		return 0, 0, err
+	}
+	for i, ev := range in {
+		f := fmt.Sprintf("events[%d].actor", i)
+		switch {
+		case ev.Self && evs[i].Actor != "" && !isSelf(evs[i].Actor, c):
+			return 0, 0, &ValueError{Field: f, Message: fmt.Sprintf("names %q, but the event says it is the NPC's own act (self); leave actor empty or name the NPC", evs[i].Actor)}
+		case ev.Self:
+			evs[i].Actor = c.Name
+		case isSelf(evs[i].Actor, c):
+			return 0, 0, &ValueError{Field: f, Message: fmt.Sprintf("is the NPC itself (%q); send \"self\": true when the event is the NPC's own act as the game resolved it", evs[i].Actor)}
+		}
 	}
 	return e.deps.Characters.AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)
 }

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/store"
 	"github.com/npcd/npcd/tools"
@@ -48,6 +49,12 @@ func (e *Engine) PutNPC(ctx context.Context, c *character.Character) (created bo
 	c.ApplyDefaults()
 	if err := c.Validate(); err != nil {
 		return false, err
+	}
+	if c.Model != llm.BuiltinModel && e.deps.Remote == nil {
+		// Ticks would quietly fall back to the builtin model: refuse, as
+		// the daemon refuses a default model it cannot reach.
+		return false, &ValueError{Field: "model", Message: fmt.Sprintf(
+			"%q needs a model endpoint and npcd has none configured (NPCD_LLM_BASE_URL); without one only %q runs", c.Model, llm.BuiltinModel)}
 	}
 	set, err := tools.Compile(c.Tools.V, e.deps.Internals.Tools())
 	if err != nil {

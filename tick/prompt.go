@@ -48,7 +48,7 @@ func formatEvents(evs []character.Event, self string) string {
 		}
 		fmt.Fprintf(&b, "[%s] %s", e.At.UTC().Format("2006-01-02 15:04"), describeEvent(e, self))
 		if e.Room != "" && e.Room != room {
-			fmt.Fprintf(&b, " (in %s)", e.Room)
+			fmt.Fprintf(&b, " (in %s)", oneLine(llm.Defuse(e.Room)))
 			room = e.Room
 		}
 	}
@@ -64,17 +64,23 @@ func (e *Engine) perceived(evs []character.Event, self string) string {
 }
 
 func describeEvent(e character.Event, self string) string {
-	actor := e.Actor
+	actor := oneLine(llm.Defuse(e.Actor))
 	if actor == "" {
 		actor = "someone"
 	}
 	// One line per event: a line break in a player's text would otherwise
 	// start a line the model reads as another perceived event, from anyone
 	// the player cares to name.
-	text := oneLine(e.Text)
-	target := e.Target
+	text := oneLine(llm.Defuse(e.Text))
+	target := oneLine(llm.Defuse(e.Target))
 	if target == "" || strings.EqualFold(target, self) {
 		target = "you"
+	}
+	if e.Actor != "" && character.EntityKey(e.Actor) == character.EntityKey(self) {
+		// The NPC's own act, as the game told it (intake refuses an actor
+		// naming the NPC otherwise): in the second person, never as a
+		// speaker the model could take for someone else or for its reply.
+		return describeOwnAct(e.Kind, text, target)
 	}
 	switch strings.ToLower(e.Kind) {
 	case "say":
@@ -99,6 +105,18 @@ func describeEvent(e character.Event, self string) string {
 		}
 	}
 	return joinText(fmt.Sprintf("%s [%s]", actor, e.Kind), text)
+}
+
+func describeOwnAct(kind, text, target string) string {
+	switch strings.ToLower(kind) {
+	case "say":
+		return fmt.Sprintf("(the game tells you) you said: %q", text)
+	case "whisper", "tell":
+		return fmt.Sprintf("(the game tells you) you whispered to %s: %q", target, text)
+	case "shout", "yell":
+		return fmt.Sprintf("(the game tells you) you shouted: %q", text)
+	}
+	return joinText(fmt.Sprintf("(the game tells you) you [%s]", kind), text)
 }
 
 func joinText(head, text string) string {
@@ -139,7 +157,7 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			return "", err
 		}
 		for _, p := range ps {
-			present = append(present, profileLine(p))
+			present = append(present, oneLine(llm.Defuse(profileLine(p))))
 		}
 	}
 	if e.cfg.RecallK > 0 {
@@ -156,7 +174,7 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			if r.Kind == "message" && allIn(r.Sources.MessageIDs, live) {
 				continue // already in the live context
 			}
-			recalled = append(recalled, fmt.Sprintf("- [%s] %s", r.GameTime.UTC().Format("2006-01-02"), truncate(oneLine(r.Content), 400)))
+			recalled = append(recalled, fmt.Sprintf("- [%s] %s", r.GameTime.UTC().Format("2006-01-02"), truncate(oneLine(llm.Defuse(r.Content)), 400)))
 			if len(recalled) == e.cfg.RecallK {
 				break
 			}
@@ -263,15 +281,22 @@ func truncate(s string, n int) string {
 func assemble(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
 	out := make([]llm.Message, 0, len(live)+len(current)+1)
 	if len(live) > 0 && live[0].Summary {
-		system += "\n\n" + live[0].Content
+		body := strings.TrimPrefix(live[0].Content, character.SummaryPrefix)
+		system += "\n\n" + character.SummaryPrefix + llm.Defuse(body)
 		live = live[1:]
 	}
 	out = append(out, llm.Message{Role: llm.RoleSystem, Content: system})
+	// Every stored message is defused as it enters the prompt: players'
+	// events, the game's tool results and the NPC's own words, which echo
+	// them, whenever they were stored.
 	for i := range live {
-		out = append(out, live[i].Prompt())
+		pm := live[i].Prompt()
+		pm.Content = llm.Defuse(pm.Content)
+		out = append(out, pm)
 	}
 	for _, m := range current {
 		pm := m.Prompt()
+		pm.Content = llm.Defuse(pm.Content)
 		if working != "" && pm.Role == llm.RoleUser {
 			pm.Content = working + "\n\n" + NowHeader + "\n" + pm.Content
 			working = ""

@@ -28,6 +28,11 @@ const (
 // is also written to the journal.
 const NotableImportance = 5
 
+// UnnamedTool is the name a tool call that named no tool is stored under.
+// Such a call is never run, even when a tool has this name: it is answered
+// to the model as a mistake.
+const UnnamedTool = "unnamed"
+
 // unansweredResult answers a returns:true call whose result the game never
 // posted before sending new events, so no call is ever left without a result.
 const unansweredResult = "(no result: new events arrived before the game answered this call)"
@@ -322,6 +327,11 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, li
 				continue
 			}
 		}
+		if llm.CodeOf(err) == llm.CodeBadToolCall && len(resp.Message.ToolCalls) > 0 {
+			// A call naming no tool is the model's mistake, answered to it
+			// like a call to an unknown tool (handleReply), not a failed tick.
+			err = nil
+		}
 		if err != nil {
 			return fmt.Errorf("model %q for %q: %w", c.Model, c.ID, err)
 		}
@@ -361,6 +371,7 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 	content := truncate(strings.TrimSpace(msg.Content), e.cfg.MaxReplyBytes)
 	a := &character.Message{Role: llm.RoleAssistant, Content: content, Turn: ts.turn, Tick: ts.tick, GameTime: ts.gameTime}
 	var calls []character.ToolCall
+	nameless := map[string]bool{}
 	for i, tc := range msg.ToolCalls {
 		id := tc.ID
 		// Models and servers sometimes repeat or omit call ids; results are
@@ -373,7 +384,14 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 		if len(args) > tools.MaxArgsBytes {
 			args = args[:tools.MaxArgsBytes]
 		}
-		calls = append(calls, character.ToolCall{ID: id, Name: truncate(tc.Name, 64), Args: args})
+		name := truncate(strings.TrimSpace(tc.Name), 64)
+		if name == "" {
+			// Stored under a placeholder: providers refuse a history whose
+			// calls name no function.
+			name = UnnamedTool
+			nameless[id] = true
+		}
+		calls = append(calls, character.ToolCall{ID: id, Name: name, Args: args})
 	}
 	a.ToolCalls = store.NewJSON(calls)
 	ts.current = append(ts.current, a)
@@ -391,6 +409,12 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 			ts.invalid++
 			more = true
 			result(fmt.Sprintf("error: at most %d tool calls are run per step; this one was skipped", e.cfg.MaxCallsPerStep))
+			continue
+		}
+		if nameless[tc.ID] {
+			ts.invalid++
+			more = true
+			result(fmt.Sprintf("error: this call names no tool; call one of: %s", strings.Join(set.Names(), ", ")))
 			continue
 		}
 		args, err := set.Validate(tc.Name, tc.Args)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,10 @@ type Config struct {
 	EmbeddingModel string
 	// APIToken, when set, is the bearer token every /v1 call needs (NPCD_API_TOKEN).
 	APIToken string
+	// InsecureNoAuth lets serve listen beyond loopback without an APIToken
+	// (NPCD_INSECURE_NO_AUTH=1, --insecure-no-auth): only for a network
+	// where every host may drive every NPC.
+	InsecureNoAuth bool
 	// LLMTimeout bounds one HTTP attempt to the endpoint (NPCD_LLM_TIMEOUT); default 60s.
 	LLMTimeout time.Duration
 	// MaxConcurrentCalls bounds model calls in flight (NPCD_MAX_CONCURRENT_CALLS); default 8.
@@ -227,6 +232,32 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sleep-timezone: unknown time zone %q", c.SleepTimezone)
 	}
 	return nil
+}
+
+// checkExposure refuses to serve an API without a token on an address other
+// hosts can reach, unless the network is declared trusted: anyone reaching
+// it could read and rewrite every NPC's memory.
+func (c *Config) checkExposure() error {
+	if c.APIToken != "" || c.InsecureNoAuth || loopbackAddr(c.Addr) {
+		return nil
+	}
+	return fmt.Errorf("addr: %s is reachable from other hosts and NPCD_API_TOKEN is not set; "+
+		"set a token, listen on loopback (127.0.0.1), or pass --insecure-no-auth (NPCD_INSECURE_NO_AUTH=1) if every host on this network is trusted", c.Addr)
+}
+
+// loopbackAddr reports whether a listen address accepts only local
+// connections: a loopback IP or "localhost". An empty host listens on every
+// interface; other host names may resolve anywhere, so they do not count.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // logger builds the daemon's logger in the configured format.

@@ -25,6 +25,7 @@ func serveFlags(cmd *cobra.Command, cfg *Config) {
 	f.StringVar(&cfg.Model, "model", cfg.Model, "model of NPCs that name none (NPCD_MODEL)")
 	f.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error (NPCD_LOG_LEVEL)")
 	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "json, or console for a terminal (NPCD_LOG_FORMAT)")
+	f.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", cfg.InsecureNoAuth, "serve without NPCD_API_TOKEN on a non-loopback address: the network is trusted (NPCD_INSECURE_NO_AUTH)")
 }
 
 func serveCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
@@ -63,6 +64,9 @@ func startupWarnings(cfg Config) []string {
 // When ready is not nil it receives the bound address once listening.
 func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- string) error {
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := cfg.checkExposure(); err != nil {
 		return err
 	}
 	log := cfg.logger(logOut)
