@@ -137,6 +137,12 @@ type State struct {
 	// SleepMark is the newest message id a completed sleep looked at; a sleep
 	// with nothing newer is skipped.
 	SleepMark int64 `gorm:"column:sleep_mark"`
+	// HistoryRev changes, to a fresh random value, with every write to the
+	// NPC's messages (append, mask, archive) in the same statement that
+	// updates the totals, so a copy of the live history taken at one
+	// revision is known current while the revision is unchanged — whichever
+	// process wrote.
+	HistoryRev int64 `gorm:"column:history_rev"`
 }
 
 // PendingCall is a call of a returns:true tool waiting for the game's result.
@@ -149,6 +155,14 @@ type PendingCall struct {
 // text, tool definitions, summary and live history.
 func (c *Character) ContextTokens() int {
 	return c.State.SystemTokens + c.State.ToolTokens + c.State.SummaryTokens + c.State.LiveTokens
+}
+
+// OverEmergency reports whether a prompt of tokens (ContextTokens plus
+// what a tick is about to add) reaches the emergency threshold, where the
+// tick compacts before calling the model. It is the one statement of that
+// rule.
+func (c *Character) OverEmergency(tokens int) bool {
+	return float64(tokens) >= c.Compaction.EmergencyThreshold*float64(c.ContextWindow)
 }
 
 // Utilization is ContextTokens over the window.

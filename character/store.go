@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,16 @@ func Migrations() []store.Migration {
 		Component: "character", Version: 1, Name: "characters, messages, events, profiles, facts, ticks",
 		Up: func(tx *gorm.DB) error {
 			return tx.AutoMigrate(&Character{}, &Message{}, &Event{}, &Profile{}, &Fact{}, &TickRecord{})
+		},
+	}, {
+		Component: "character", Version: 2, Name: "history revision",
+		Up: func(tx *gorm.DB) error {
+			// Version 1 creates the column on a new database (it migrates
+			// the current struct); an older one gains it here.
+			if tx.Migrator().HasColumn(&Character{}, "HistoryRev") {
+				return nil
+			}
+			return tx.Migrator().AddColumn(&Character{}, "HistoryRev")
 		},
 	}}
 }
@@ -311,11 +322,24 @@ func (s *Store) AppendMessages(ctx context.Context, id string, msgs []*Message, 
 		"live_tokens":    gorm.Expr("live_tokens + ?", live),
 		"summary_tokens": gorm.Expr("summary_tokens + ?", summary),
 		"live_messages":  gorm.Expr("live_messages + ?", count),
+		"history_rev":    newRev(),
 	}).Error
 	if err != nil {
 		return fmt.Errorf("update totals of %q: %w", id, err)
 	}
 	return nil
+}
+
+// HistoryRev returns the NPC's history revision (see State.HistoryRev).
+func (s *Store) HistoryRev(ctx context.Context, id string) (int64, error) {
+	var revs []int64
+	if err := s.q(ctx).Model(&Character{}).Where("id = ?", id).Pluck("history_rev", &revs).Error; err != nil {
+		return 0, fmt.Errorf("history revision of %q: %w", id, err)
+	}
+	if len(revs) == 0 {
+		return 0, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	return revs[0], nil
 }
 
 // LiveMessages returns the live history as it is sent: the summary first,
@@ -424,23 +448,23 @@ func (s *Store) CountMessages(ctx context.Context, id string) (live, archived in
 
 // MaskToolResults masks live tool results of turns older than beforeTurn,
 // except those of exempt tools, and takes the saving off the running total.
-// It returns how many rows it masked and how many prompt tokens that saved.
-func (s *Store) MaskToolResults(ctx context.Context, id string, beforeTurn int64, exempt []string) (masked, saved int, err error) {
+// It returns the rows it masked and how many prompt tokens that saved.
+func (s *Store) MaskToolResults(ctx context.Context, id string, beforeTurn int64, exempt []string) (masked []int64, saved int, err error) {
 	q := s.q(ctx).Model(&Message{}).Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND turn < ?", id, StateLive, "tool", false, beforeTurn)
 	if len(exempt) > 0 {
 		q = q.Where("tool_name NOT IN ?", exempt)
 	}
 	var ids []int64
 	if err := q.Pluck("id", &ids).Error; err != nil {
-		return 0, 0, fmt.Errorf("mask tool results of %q: %w", id, err)
+		return nil, 0, fmt.Errorf("mask tool results of %q: %w", id, err)
 	}
 	return s.MaskMessages(ctx, id, ids)
 }
 
 // MaskMessages masks the given live, unmasked tool results of an NPC where
 // the placeholder is smaller than what is sent now, and takes the saving off
-// the running total. Other ids are ignored.
-func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (masked, saved int, err error) {
+// the running total. Other ids are ignored. It returns the rows it masked.
+func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (masked []int64, saved int, err error) {
 	db := s.q(ctx)
 	var todo []int64
 	for start := 0; start < len(ids); start += 500 {
@@ -449,7 +473,7 @@ func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (maske
 		if err := db.Select("id, view_tokens, mask_tokens").
 			Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND id IN ?", id, StateLive, "tool", false, ids[start:end]).
 			Find(&rows).Error; err != nil {
-			return 0, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 		for _, r := range rows {
 			if r.MaskTokens >= r.ViewTokens { // masking would not make the prompt smaller
@@ -462,15 +486,17 @@ func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (maske
 	for start := 0; start < len(todo); start += 500 {
 		end := min(start+500, len(todo))
 		if err := db.Model(&Message{}).Where("id IN ?", todo[start:end]).Update("masked", true).Error; err != nil {
-			return 0, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 	}
 	if len(todo) > 0 {
-		if err := db.Model(&Character{}).Where("id = ?", id).UpdateColumn("live_tokens", gorm.Expr("live_tokens - ?", saved)).Error; err != nil {
-			return 0, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+		if err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
+			"live_tokens": gorm.Expr("live_tokens - ?", saved), "history_rev": newRev(),
+		}).Error; err != nil {
+			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 	}
-	return len(todo), saved, nil
+	return todo, saved, nil
 }
 
 // Archive moves live messages of an NPC to the archive, recording the
@@ -517,12 +543,18 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 		"summary_tokens":    gorm.Expr("summary_tokens - ?", summary),
 		"live_messages":     gorm.Expr("live_messages - ?", count),
 		"archived_messages": gorm.Expr("archived_messages + ?", len(ids)),
+		"history_rev":       newRev(),
 	}).Error
 	if err != nil {
 		return fmt.Errorf("archive messages of %q: %w", id, err)
 	}
 	return nil
 }
+
+// newRev returns a fresh history revision: random, so that revisions
+// written by different processes, or by an NPC deleted and created again,
+// never repeat one another.
+func newRev() int64 { return rand.Int64() }
 
 // Totals are the running totals recomputed from the rows themselves.
 type Totals struct {

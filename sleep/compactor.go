@@ -201,11 +201,11 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 			return fmt.Errorf("record compaction: %w", err)
 		}
 		if len(p.Mask) > 0 {
-			n, _, err := cs.MaskMessages(ctx, ch.ID, p.Mask)
+			ids, _, err := cs.MaskMessages(ctx, ch.ID, p.Mask)
 			if err != nil {
 				return err
 			}
-			rec.Masked = n
+			rec.Masked = len(ids)
 		}
 		if err := cs.Archive(ctx, ch.ID, p.SpanIDs(), &rec.ID); err != nil {
 			if errors.Is(err, character.ErrInvalid) {

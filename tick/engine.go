@@ -50,6 +50,11 @@ type Config struct {
 	RecallK int
 	// MaxToolResultBytes bounds one tool result posted by the game; default 256 KiB.
 	MaxToolResultBytes int
+	// HistoryCacheBytes bounds the live histories kept in memory between
+	// ticks, so a tick does not read its NPC's history again; default
+	// DefaultHistoryCacheBytes. Least recently ticked NPCs are read from
+	// the database again when it is exceeded.
+	HistoryCacheBytes int64
 }
 
 func (c *Config) applyDefaults() {
@@ -89,6 +94,9 @@ func (c *Config) applyDefaults() {
 	if c.MaxToolResultBytes == 0 {
 		c.MaxToolResultBytes = 256 << 10
 	}
+	if c.HistoryCacheBytes == 0 {
+		c.HistoryCacheBytes = DefaultHistoryCacheBytes
+	}
 }
 
 // Validate checks the config after defaults.
@@ -110,6 +118,8 @@ func (c *Config) Validate() error {
 		return errors.New("tick: EventShare must be between 0.05 and 0.5")
 	case c.RecallK < 0 || c.RecallK > 50:
 		return errors.New("tick: RecallK must be between 0 and 50")
+	case c.HistoryCacheBytes < 0:
+		return errors.New("tick: HistoryCacheBytes must not be negative")
 	}
 	return nil
 }
@@ -163,6 +173,7 @@ type Engine struct {
 	sem      chan struct{}
 	counters sync.Map // model name → *llm.Counter
 	toolsets sync.Map // npc id → cachedSet
+	history  *historyCache
 
 	mu       sync.Mutex
 	closed   bool
@@ -191,7 +202,8 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 	if deps.Clock == nil {
 		deps.Clock = clockwork.NewRealClock()
 	}
-	return &Engine{cfg: cfg, deps: deps, locks: newNPCLocks(), sleeps: newNPCLocks(), sem: make(chan struct{}, cfg.MaxConcurrentCalls)}, nil
+	return &Engine{cfg: cfg, deps: deps, locks: newNPCLocks(), sleeps: newNPCLocks(), sem: make(chan struct{}, cfg.MaxConcurrentCalls),
+		history: newHistoryCache(cfg.HistoryCacheBytes)}, nil
 }
 
 // Config returns the engine's configuration with defaults applied.

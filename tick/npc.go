@@ -55,7 +55,7 @@ func (e *Engine) PutNPC(ctx context.Context, c *character.Character) (created bo
 	counter := e.Counter(c.Model)
 	c.State.SystemTokens = counter.Message(llm.Message{Role: llm.RoleSystem, Content: SystemPrompt(c)}) + llm.ReplyPriming
 	c.State.ToolTokens = counter.Tools(set.Definitions())
-	if fixed := c.State.SystemTokens + c.State.ToolTokens + c.MaxOutputTokens; float64(fixed) >= c.Compaction.EmergencyThreshold*float64(c.ContextWindow) {
+	if fixed := c.State.SystemTokens + c.State.ToolTokens + c.MaxOutputTokens; c.OverEmergency(fixed) {
 		return false, &character.FieldError{Field: "context_window", Message: fmt.Sprintf(
 			"persona, instructions, tools and max_output_tokens alone take %d tokens, over the emergency threshold of this window", fixed)}
 	}
@@ -94,6 +94,7 @@ func (e *Engine) DeleteNPC(ctx context.Context, id string) error {
 		return err
 	}
 	e.toolsets.Delete(id)
+	e.history.drop(id)
 	if e.deps.Scheduler != nil {
 		e.deps.Scheduler.Unschedule(id)
 	}
@@ -143,6 +144,7 @@ func (e *Engine) ClearContext(ctx context.Context, id string) error {
 			if err := cs.Archive(ctx, id, ids, nil); err != nil {
 				return err
 			}
+			e.history.drop(id)
 			return cs.UpdateState(ctx, id, map[string]any{"awaiting": store.NewJSON([]character.PendingCall{}), "resume": false})
 		})
 	})

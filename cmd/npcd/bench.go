@@ -209,7 +209,7 @@ func benchBudget(ctx context.Context, out io.Writer) error {
 			if err != nil {
 				return 0, err
 			}
-			_ = c.Utilization() >= c.Compaction.EmergencyThreshold
+			_ = c.OverEmergency(c.ContextTokens())
 		}
 		return time.Since(start) / n, nil
 	}
