@@ -44,12 +44,6 @@ func Open(ctx context.Context, dsn string, opt Options) (*gorm.DB, error) {
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true, // npcd opens its own transactions where it needs them
 		NowFunc:                func() time.Time { return time.Now().UTC() },
-		// A tick runs the same few dozen statements every time; parsing
-		// them again was a tenth of a tick's CPU. The cache is bounded:
-		// statements whose text varies (IN lists) come and go.
-		PrepareStmt:        true,
-		PrepareStmtMaxSize: 256,
-		PrepareStmtTTL:     time.Hour,
 	}
 	var (
 		db  *gorm.DB
