@@ -39,14 +39,25 @@ func Migrations() []store.Migration {
 			return tx.AutoMigrate(&Character{}, &Message{}, &Event{}, &Profile{}, &Fact{}, &TickRecord{})
 		},
 	}, {
-		Component: "character", Version: 2, Name: "history revision",
+		Component: "character", Version: 2, Name: "history revision, compaction target and note",
 		Up: func(tx *gorm.DB) error {
-			// Version 1 creates the column on a new database (it migrates
-			// the current struct); an older one gains it here.
-			if tx.Migrator().HasColumn(&Character{}, "HistoryRev") {
-				return nil
+			// Version 1 creates the columns on a new database (it migrates
+			// the current struct); an older one gains them here.
+			m := tx.Migrator()
+			for _, col := range []string{"HistoryRev", "CompactionNote"} {
+				if !m.HasColumn(&Character{}, col) {
+					if err := m.AddColumn(&Character{}, col); err != nil {
+						return err
+					}
+				}
 			}
-			return tx.Migrator().AddColumn(&Character{}, "HistoryRev")
+			if !m.HasColumn(&Character{}, "compaction_target") {
+				if err := tx.Exec("ALTER TABLE characters ADD COLUMN compaction_target REAL").Error; err != nil {
+					return err
+				}
+			}
+			return tx.Model(&Character{}).Where("compaction_target IS NULL OR compaction_target = 0").
+				UpdateColumn("compaction_target", DefaultCompactionTarget).Error
 		},
 	}}
 }
@@ -89,7 +100,7 @@ func (s *Store) IDs(ctx context.Context) ([]string, error) {
 var settingsColumns = []string{
 	"name", "persona", "model", "context_window", "max_output_tokens", "max_steps",
 	"compaction_sleep_threshold", "compaction_emergency_threshold",
-	"compaction_preserve_recent_messages", "compaction_preserve_ratio",
+	"compaction_preserve_recent_messages", "compaction_preserve_ratio", "compaction_target",
 	"masking_enabled", "masking_keep_recent_turns", "masking_exempt_tools", "masking_offload_bytes",
 	"sleep_cron", "sleep_timezone", "tools", "system_tokens", "tool_tokens", "updated_at",
 }
