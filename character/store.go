@@ -2,11 +2,13 @@ package character
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -19,11 +21,12 @@ import (
 // concurrent use; it does not serialize writers to one NPC (the tick engine's
 // per-NPC lock does).
 type Store struct {
-	db *gorm.DB
+	db     *gorm.DB
+	glance *stmtCache // nil inside a transaction
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
-func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+func NewStore(db *gorm.DB) *Store { return &Store{db: db, glance: &stmtCache{}} }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
 func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx} }
@@ -207,6 +210,73 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 		return 0, 0, fmt.Errorf("add events for %q: %w", id, err)
 	}
 	return accepted, duplicates, nil
+}
+
+// Glance is what a tick needs to decide whether an NPC has anything to
+// answer, and what an idle tick reports: the NPC's counters, token totals
+// and waiting calls, without its settings.
+type Glance struct {
+	// NPC holds the state, the window and max_output_tokens; its other
+	// settings are not read.
+	NPC *Character
+	// Pending is whether an event waits in the inbox.
+	Pending bool
+}
+
+// glanceSQL reads a Glance in one statement. It is prepared once per
+// connection on SQLite, since an idle tick is the commonest request of a
+// large world and parsing the statement again would cost as much as
+// running it.
+const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
+	tool_tokens, compactions, awaiting, resume, compaction_note, context_window, max_output_tokens,
+	EXISTS (SELECT 1 FROM events WHERE events.character_id = characters.id AND consumed_at IS NULL)
+	FROM characters WHERE id = ?`
+
+// Glance reads NPC id's Glance, or returns ErrNotFound.
+func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
+	c := &Character{ID: id}
+	var note sql.NullString
+	var pending bool
+	dest := []any{&c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
+		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
+		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &pending}
+	var err error
+	if stmt := s.glance.get(s.db); stmt != nil {
+		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
+	} else {
+		err = s.q(ctx).Raw(glanceSQL, id).Row().Scan(dest...)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("glance at npc %q: %w", id, err)
+	}
+	c.State.CompactionNote = note.String
+	return &Glance{NPC: c, Pending: pending}, nil
+}
+
+// stmtCache prepares one statement once on a database handle (never inside
+// a transaction, whose connection it could not use).
+type stmtCache struct {
+	once sync.Once
+	stmt *sql.Stmt
+}
+
+func (sc *stmtCache) get(db *gorm.DB) *sql.Stmt {
+	if sc == nil || !store.IsSQLite(db) {
+		return nil
+	}
+	sc.once.Do(func() {
+		sqlDB, err := db.DB()
+		if err != nil {
+			return
+		}
+		if st, err := sqlDB.Prepare(glanceSQL); err == nil {
+			sc.stmt = st
+		}
+	})
+	return sc.stmt
 }
 
 // PendingEvents returns up to limit unconsumed events, oldest first.

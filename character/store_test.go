@@ -1141,3 +1141,39 @@ func TestHistoryRevChangesWithEveryHistoryWrite(t *testing.T) {
 		t.Fatalf("HistoryRev of an unknown NPC: %v", err)
 	}
 }
+
+// Glance reads, in one statement, exactly what Get has for the fields it
+// promises, and sees the inbox.
+func TestGlance(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	newMaskFixture(t, s, "brom")
+	if err := s.UpdateState(ctx, "brom", map[string]any{"tick": 9, "resume": true, "compaction_note": "over target",
+		"awaiting": store.NewJSON([]character.PendingCall{{ID: "c1", Tool: "look"}})}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Glance(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := get(t, s, "brom")
+	if diff := cmp.Diff(full.State, g.NPC.State, cmpopts.IgnoreFields(character.State{}, "GameTime", "LastSleepAt", "SleepMark", "HistoryRev")); diff != "" {
+		t.Fatalf("Glance state differs from Get (-get +glance):\n%s", diff)
+	}
+	if g.NPC.ContextWindow != full.ContextWindow || g.NPC.MaxOutputTokens != full.MaxOutputTokens || g.NPC.ID != "brom" {
+		t.Fatalf("Glance settings: %+v", g.NPC)
+	}
+	if g.Pending {
+		t.Fatal("pending with an empty inbox")
+	}
+	if _, _, err := s.AddEvents(ctx, "brom", []character.Event{{Kind: "say", Actor: "alice", Text: "hi"}}, 10); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := s.Glance(ctx, "brom"); err != nil || !g.Pending {
+		t.Fatalf("after an event: %+v %v", g, err)
+	}
+	if _, err := s.Glance(ctx, "nobody"); !errors.Is(err, character.ErrNotFound) {
+		t.Fatalf("unknown NPC: %v", err)
+	}
+}

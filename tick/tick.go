@@ -79,6 +79,14 @@ type turnState struct {
 
 func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
 	cs := e.deps.Characters
+	// An idle tick — the commonest in a large world — reads one row.
+	g, err := cs.Glance(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !g.Pending && !g.NPC.State.Resume {
+		return e.idle(g.NPC), nil
+	}
 	c, err := cs.Get(ctx, id)
 	if err != nil {
 		return nil, err
