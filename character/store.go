@@ -23,13 +23,24 @@ import (
 type Store struct {
 	db     *gorm.DB
 	glance *stmtCache // nil inside a transaction
+	inTx   bool
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
 func NewStore(db *gorm.DB) *Store { return &Store{db: db, glance: &stmtCache{}} }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
-func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx} }
+func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, inTx: true} }
+
+// atomically runs fn in a transaction of its own, or, for a Store made by
+// WithTx, in the caller's: the caller's transaction stores all or nothing
+// already, and a savepoint would only add statements to every tick.
+func (s *Store) atomically(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.inTx {
+		return fn(s.q(ctx))
+	}
+	return s.q(ctx).Transaction(fn)
+}
 
 // DB returns the handle the Store uses (a transaction inside WithTx).
 func (s *Store) DB() *gorm.DB { return s.db }
@@ -112,7 +123,7 @@ var settingsColumns = []string{
 // keeping its history, journal and memories. c.State.SystemTokens and
 // ToolTokens must already be measured. It reports whether c was created.
 func (s *Store) Put(ctx context.Context, c *Character) (created bool, err error) {
-	err = s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.atomically(ctx, func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Model(&Character{}).Where("id = ?", c.ID).Count(&n).Error; err != nil {
 			return err
@@ -134,7 +145,7 @@ func (s *Store) Put(ctx context.Context, c *Character) (created bool, err error)
 
 // Delete removes an NPC and every row this package keeps for it.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	return s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.atomically(ctx, func(tx *gorm.DB) error {
 		res := tx.Where("id = ?", id).Delete(&Character{})
 		if res.Error != nil {
 			return fmt.Errorf("delete npc %q: %w", id, res.Error)
@@ -170,7 +181,7 @@ func (s *Store) UpdateState(ctx context.Context, id string, cols map[string]any)
 // dropped. Duplicates take no room, so a game retrying a post whose answer
 // it lost is told they are duplicates even when the inbox is full.
 func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPending int) (accepted, duplicates int, err error) {
-	err = s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.atomically(ctx, func(tx *gorm.DB) error {
 		var pending int64
 		if err := tx.Model(&Event{}).Where("character_id = ? AND consumed_at IS NULL", id).Count(&pending).Error; err != nil {
 			return err
@@ -332,7 +343,7 @@ func (s *Store) ConsumeEvents(ctx context.Context, id string, seqs []int64, tick
 	now := time.Now().UTC()
 	// In a transaction so that a refused call leaves the events it could
 	// have consumed pending.
-	return s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.atomically(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Event{}).
 			Where("character_id = ? AND seq IN ? AND consumed_at IS NULL", id, seqs).
 			Updates(map[string]any{"consumed_at": now, "consumed_tick": tick, "message_id": msgID})
@@ -590,7 +601,7 @@ func (s *Store) Archive(ctx context.Context, id string, ids []int64, compactionI
 	}
 	// In a transaction: a span of many batches found stale in a late batch
 	// must not stay half archived.
-	return s.q(ctx).Transaction(func(db *gorm.DB) error { return archive(db, id, ids, compactionID) })
+	return s.atomically(ctx, func(db *gorm.DB) error { return archive(db, id, ids, compactionID) })
 }
 
 func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/llm"
 )
 
 // DefaultHistoryCacheBytes bounds the live histories the engine keeps in
@@ -147,4 +148,17 @@ func afterTurn(live []character.Message, added []*character.Message, masked []in
 		}
 	}
 	return out
+}
+
+// maskable reports whether live holds a tool result that masking by policy
+// would mask: unmasked, of a turn before beforeTurn, of a tool not exempt,
+// and whose placeholder is smaller (character.Store.MaskToolResults).
+func maskable(live []character.Message, beforeTurn int64, exempt func(string) bool) bool {
+	for i := range live {
+		m := &live[i]
+		if m.Role == llm.RoleTool && !m.Masked && m.Turn < beforeTurn && !exempt(m.ToolName) && m.MaskTokens < m.ViewTokens {
+			return true
+		}
+	}
+	return false
 }

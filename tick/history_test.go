@@ -104,6 +104,28 @@ func TestHeldHistoryMatchesTheStoredOne(t *testing.T) {
 			checkHeld(t, env, "brom", fmt.Sprintf("continuation of tick %d", i))
 		}
 	}
+	// Masking by policy still ran although the tick skips it when the held
+	// history shows nothing to mask: every older tool result is masked.
+	stored, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked := 0
+	for _, m := range live {
+		if m.Role == llm.RoleTool && m.Turn < stored.State.Turn && m.MaskTokens < m.ViewTokens {
+			if !m.Masked {
+				t.Errorf("tool result %d of turn %d (newest %d) is not masked", m.ID, m.Turn, stored.State.Turn)
+			}
+			masked++
+		}
+	}
+	if masked == 0 {
+		t.Error("no tool result old enough to mask in the live history: the check proves nothing")
+	}
 	if compactions == 0 || looks == 0 {
 		t.Fatalf("%d compactions, %d tool calls: the test does not exercise the history's rewrite", compactions, looks)
 	}
@@ -196,5 +218,29 @@ func TestHistoryCacheStaysWithinBudget(t *testing.T) {
 	h.drop("npc-49")
 	if _, ok := h.get("npc-49", 49); ok {
 		t.Fatal("a dropped history was returned")
+	}
+}
+
+func TestMaskable(t *testing.T) {
+	exempt := func(tool string) bool { return tool == "inventory" }
+	res := func(turn int64, tool string, masked bool, view, mask int) character.Message {
+		return character.Message{Role: llm.RoleTool, Turn: turn, ToolName: tool, Masked: masked, ViewTokens: view, MaskTokens: mask}
+	}
+	tests := []struct {
+		name string
+		live []character.Message
+		want bool
+	}{
+		{"old unmasked result", []character.Message{res(1, "look", false, 100, 20)}, true},
+		{"recent result", []character.Message{res(3, "look", false, 100, 20)}, false},
+		{"already masked", []character.Message{res(1, "look", true, 100, 20)}, false},
+		{"exempt tool", []character.Message{res(1, "inventory", false, 100, 20)}, false},
+		{"placeholder not smaller", []character.Message{res(1, "say", false, 5, 20)}, false},
+		{"not a tool result", []character.Message{{Role: llm.RoleUser, Turn: 1, ViewTokens: 100}}, false},
+	}
+	for _, tc := range tests {
+		if got := maskable(tc.live, 3, exempt); got != tc.want {
+			t.Errorf("%s: maskable = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

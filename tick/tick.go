@@ -449,8 +449,10 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 				return err
 			}
 		}
-		if c.Masking.On() {
-			if masked, _, err = cs.MaskToolResults(ctx, c.ID, ts.turn-int64(c.Masking.KeepRecentTurns)+1, c.Masking.ExemptTools.V); err != nil {
+		// The held history tells whether masking has anything to do; most
+		// ticks it has not, and the query is skipped.
+		if before := ts.turn - int64(c.Masking.KeepRecentTurns) + 1; c.Masking.On() && (!current || maskable(ts.live, before, c.Masking.Exempt)) {
+			if masked, _, err = cs.MaskToolResults(ctx, c.ID, before, c.Masking.ExemptTools.V); err != nil {
 				return err
 			}
 		}
