@@ -40,8 +40,17 @@ with concurrent workers) and reports ticks per second, npcd's overhead per tick 
 model's time (p50/p95/p99), CPU time, allocations per tick and the process's peak RSS.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if b.ticks < 1 || b.history < 0 || b.latency < 0 || b.workers < 1 || len(b.npcs) == 0 {
-				return fmt.Errorf("--ticks and --workers must be at least 1, --history and --latency not negative, --npcs not empty")
+			switch {
+			case b.ticks < 1:
+				return fmt.Errorf("--ticks must be at least 1")
+			case b.workers < 1:
+				return fmt.Errorf("--workers must be at least 1")
+			case b.history < 0:
+				return fmt.Errorf("--history must not be negative")
+			case b.latency < 0:
+				return fmt.Errorf("--latency must not be negative")
+			case len(b.npcs) == 0:
+				return fmt.Errorf("--npcs needs at least one count")
 			}
 			for _, n := range b.npcs {
 				if n < 1 {
