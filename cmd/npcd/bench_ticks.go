@@ -54,7 +54,7 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 			}
 			for _, n := range b.npcs {
 				if n < 1 {
-					return fmt.Errorf("--npcs: %d: every count must be at least 1", n)
+					return fmt.Errorf("--npcs must hold counts of at least 1, not %d", n)
 				}
 			}
 			return benchTicks(cmd.Context(), stdout, stderr, b)
