@@ -28,6 +28,7 @@ type tickBench struct {
 	latency time.Duration // the fake model's latency per call
 	workers int
 	json    bool
+	http    bool
 }
 
 func benchTicksCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -51,6 +52,8 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 				return fmt.Errorf("--latency must not be negative")
 			case len(b.npcs) == 0:
 				return fmt.Errorf("--npcs needs at least one count")
+			case b.http && (b.history > 0 || b.latency > 0):
+				return fmt.Errorf("--http runs the daemon as configured: it takes neither --history nor --latency")
 			}
 			for _, n := range b.npcs {
 				if n < 1 {
@@ -67,17 +70,22 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 	f.DurationVar(&b.latency, "latency", 0, "latency of each model call (a fake model in front of the builtin one), e.g. 200ms")
 	f.IntVar(&b.workers, "workers", tick.MaxBatchWorkers, "ticks run at once")
 	f.BoolVar(&b.json, "json", false, "print one JSON object per measurement")
+	f.BoolVar(&b.http, "http", false, "tick through the real daemon on a loopback port: one client request per NPC tick, then batches of 100 (latencies include the model)")
 	return cmd
 }
 
 // tickMeasure is one measurement, as --json prints it.
 type tickMeasure struct {
+	// Mode is "in-process", "http-npc" (a request per NPC tick) or
+	// "http-batch" (POST /v1/tick with 100 NPCs a request).
+	Mode          string  `json:"mode"`
 	NPCs          int     `json:"npcs"`
 	Ticks         int     `json:"ticks"`
 	HistoryTokens int     `json:"history_tokens"`
 	LatencyMS     float64 `json:"latency_ms"`
 	TicksPerS     float64 `json:"ticks_per_s"`
-	// Overhead is a tick's wall time minus the time spent in model calls.
+	// Overhead is a tick's wall time minus the time spent in model calls
+	// (over HTTP: a request's whole latency per NPC it ticked).
 	P50MS float64 `json:"p50_ms"`
 	P95MS float64 `json:"p95_ms"`
 	P99MS float64 `json:"p99_ms"`
@@ -122,11 +130,20 @@ func benchTicks(ctx context.Context, out, progress io.Writer, b tickBench) error
 	if !b.json {
 		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), SQLite, %d ticks each, %d workers, %d tokens of archived history per NPC\n",
 			b.latency, b.ticks, b.workers, b.history)
-		fmt.Fprintf(out, "  %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
-			"npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
+		fmt.Fprintf(out, "  %-10s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
+			"mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
 	}
+	var runs []func() (*tickMeasure, error)
 	for _, n := range b.npcs {
-		m, err := benchTicksOnce(ctx, progress, b, n)
+		if b.http {
+			runs = append(runs, func() (*tickMeasure, error) { return benchHTTP(ctx, b, n, "npc") },
+				func() (*tickMeasure, error) { return benchHTTP(ctx, b, n, "batch") })
+			continue
+		}
+		runs = append(runs, func() (*tickMeasure, error) { return benchTicksOnce(ctx, progress, b, n) })
+	}
+	for _, run := range runs {
+		m, err := run()
 		if err != nil {
 			return err
 		}
@@ -136,8 +153,8 @@ func benchTicks(ctx context.Context, out, progress io.Writer, b tickBench) error
 			}
 			continue
 		}
-		fmt.Fprintf(out, "  %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %9.3f %10d %8d %6.0f MiB %5d\n",
-			m.NPCs, m.Ticks, m.TicksPerS, m.P50MS, m.P95MS, m.P99MS, m.ModelMS, m.CPUMSPerTick, m.AllocBytesPerTick,
+		fmt.Fprintf(out, "  %-10s %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %9.3f %10d %8d %6.0f MiB %5d\n",
+			m.Mode, m.NPCs, m.Ticks, m.TicksPerS, m.P50MS, m.P95MS, m.P99MS, m.ModelMS, m.CPUMSPerTick, m.AllocBytesPerTick,
 			m.AllocsPerTick, m.PeakRSSMiB, m.Compactions)
 	}
 	return nil
@@ -247,7 +264,7 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return &tickMeasure{
-		NPCs: n, Ticks: total, HistoryTokens: b.history, LatencyMS: float64(b.latency.Microseconds()) / 1000,
+		Mode: "in-process", NPCs: n, Ticks: total, HistoryTokens: b.history, LatencyMS: float64(b.latency.Microseconds()) / 1000,
 		TicksPerS: float64(total) / elapsed.Seconds(),
 		P50MS:     pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
 		ModelMS:           float64(modelTotal.Microseconds()) / 1000 / float64(total),

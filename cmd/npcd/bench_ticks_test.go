@@ -55,3 +55,29 @@ func TestBenchTicksRefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchTicksHTTP(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"bench", "ticks", "--npcs", "2", "--ticks", "4", "--http", "--json"}
+	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+		t.Fatalf("bench ticks --http: %v\n%s", err, errb.String())
+	}
+	var modes []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m tickMeasure
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not one JSON object a line: %v\n%s", err, out.String())
+		}
+		if m.NPCs != 2 || m.Ticks != 4 || m.TicksPerS <= 0 || m.P50MS <= 0 {
+			t.Errorf("measurement %+v: wrong counts or figures", m)
+		}
+		modes = append(modes, m.Mode)
+	}
+	if strings.Join(modes, ",") != "http-npc,http-batch" {
+		t.Fatalf("modes %v, want a per-NPC and a batch measurement", modes)
+	}
+	err := run(context.Background(), []string{"bench", "ticks", "--http", "--latency", "1ms"}, &out, &errb, os.Getenv)
+	if err == nil || !strings.HasPrefix(err.Error(), "--http ") {
+		t.Fatalf("--http with --latency: %v, want a refusal", err)
+	}
+}
