@@ -90,7 +90,7 @@ func (in *NPCSettings) character(id string) *character.Character {
 	}
 	if cs := in.Compaction; cs != nil {
 		c.Compaction = character.CompactionSettings{SleepThreshold: cs.SleepThreshold, EmergencyThreshold: cs.EmergencyThreshold,
-			PreserveRecentMessages: cs.PreserveRecentMessages, PreserveRatio: cs.PreserveRatio}
+			PreserveRecentMessages: cs.PreserveRecentMessages, PreserveRatio: cs.PreserveRatio, Target: cs.Target}
 	}
 	if m := in.Masking; m != nil {
 		c.Masking = character.MaskingSettings{Enabled: m.Enabled, KeepRecentTurns: m.KeepRecentTurns,
@@ -130,7 +130,8 @@ func npcOf(c *character.Character) NPC {
 			Name: c.Name, Persona: c.Persona, Model: c.Model,
 			ContextWindow: c.ContextWindow, MaxOutputTokens: c.MaxOutputTokens, MaxSteps: c.MaxSteps,
 			Compaction: &CompactionSettings{SleepThreshold: c.Compaction.SleepThreshold, EmergencyThreshold: c.Compaction.EmergencyThreshold,
-				PreserveRecentMessages: c.Compaction.PreserveRecentMessages, PreserveRatio: c.Compaction.PreserveRatio},
+				PreserveRecentMessages: c.Compaction.PreserveRecentMessages, PreserveRatio: c.Compaction.PreserveRatio,
+				Target: c.Compaction.Target},
 			Masking: &MaskingSettings{KeepRecentTurns: c.Masking.KeepRecentTurns, Enabled: c.Masking.Enabled,
 				ExemptTools: exempt, OffloadBytes: c.Masking.OffloadBytes},
 			Sleep: &SleepSettings{Cron: c.Sleep.Cron, Timezone: c.Sleep.Timezone},

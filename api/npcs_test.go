@@ -28,7 +28,7 @@ func TestPutNPCCreatesWithDefaults(t *testing.T) {
 		NPCSettings: NPCSettings{
 			Name: "Brom", Persona: "You are Brom, the gruff village blacksmith of Oakvale.", Model: character.DefaultModel,
 			ContextWindow: character.DefaultContextWindow, MaxOutputTokens: character.DefaultMaxOutputTokens, MaxSteps: character.DefaultMaxSteps,
-			Compaction: &CompactionSettings{SleepThreshold: 0.70, EmergencyThreshold: 0.80, PreserveRecentMessages: 20, PreserveRatio: 0.20},
+			Compaction: &CompactionSettings{SleepThreshold: 0.70, EmergencyThreshold: 0.80, PreserveRecentMessages: 20, PreserveRatio: 0.20, Target: 0.50},
 			Masking:    &MaskingSettings{KeepRecentTurns: 10, Enabled: &on, ExemptTools: []string{}, OffloadBytes: character.DefaultOffloadBytes},
 			Sleep:      &SleepSettings{},
 		},

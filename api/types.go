@@ -35,6 +35,7 @@ type CompactionSettings struct {
 	EmergencyThreshold     float64 `json:"emergency_threshold,omitempty"`
 	PreserveRecentMessages int     `json:"preserve_recent_messages,omitempty"`
 	PreserveRatio          float64 `json:"preserve_ratio,omitempty"`
+	Target                 float64 `json:"target,omitempty"`
 }
 
 // MaskingSettings control observation masking; see character.MaskingSettings.

@@ -17,6 +17,7 @@ const (
 	DefaultMaxSteps               = 4
 	DefaultSleepThreshold         = 0.70
 	DefaultEmergencyThreshold     = 0.80
+	DefaultCompactionTarget       = 0.50
 	DefaultPreserveRecentMessages = 20
 	DefaultPreserveRatio          = 0.20
 	DefaultKeepRecentTurns        = 10
@@ -67,6 +68,10 @@ type CompactionSettings struct {
 	// PreserveRatio is the minimum share of the window kept live as recent
 	// history by a compaction; default 0.20.
 	PreserveRatio float64 `json:"preserve_ratio"`
+	// Target is the utilization a compaction brings the context down to
+	// (or below), so that the next one is many ticks away; default 0.50.
+	// The kept recent history shrinks to fit it, down to the newest turn.
+	Target float64 `json:"target"`
 }
 
 // MaskingSettings control observation masking and tool-result offload.
@@ -137,6 +142,15 @@ type State struct {
 	// SleepMark is the newest message id a completed sleep looked at; a sleep
 	// with nothing newer is skipped.
 	SleepMark int64 `gorm:"column:sleep_mark"`
+	// HistoryRev changes, to a fresh random value, with every write to the
+	// NPC's messages (append, mask, archive) in the same statement that
+	// updates the totals, so a copy of the live history taken at one
+	// revision is known current while the revision is unchanged — whichever
+	// process wrote.
+	HistoryRev int64 `gorm:"column:history_rev"`
+	// CompactionNote says why the last compaction could not bring the
+	// context down to its target; empty when it did.
+	CompactionNote string `gorm:"column:compaction_note"`
 }
 
 // PendingCall is a call of a returns:true tool waiting for the game's result.
@@ -149,6 +163,14 @@ type PendingCall struct {
 // text, tool definitions, summary and live history.
 func (c *Character) ContextTokens() int {
 	return c.State.SystemTokens + c.State.ToolTokens + c.State.SummaryTokens + c.State.LiveTokens
+}
+
+// OverEmergency reports whether a prompt of tokens (ContextTokens plus
+// what a tick is about to add) reaches the emergency threshold, where the
+// tick compacts before calling the model. It is the one statement of that
+// rule.
+func (c *Character) OverEmergency(tokens int) bool {
+	return float64(tokens) >= c.Compaction.EmergencyThreshold*float64(c.ContextWindow)
 }
 
 // Utilization is ContextTokens over the window.
@@ -182,6 +204,9 @@ func (c *Character) ApplyDefaults() {
 	cs := &c.Compaction
 	if cs.SleepThreshold == 0 {
 		cs.SleepThreshold = DefaultSleepThreshold
+	}
+	if cs.Target == 0 {
+		cs.Target = DefaultCompactionTarget
 	}
 	if cs.EmergencyThreshold == 0 {
 		cs.EmergencyThreshold = DefaultEmergencyThreshold
@@ -304,6 +329,8 @@ func (c *Character) Validate() error {
 		return bad("compaction.preserve_recent_messages", "must be between 1 and 10000")
 	case cs.PreserveRatio <= 0 || cs.PreserveRatio >= cs.EmergencyThreshold:
 		return bad("compaction.preserve_ratio", "must be above 0 and below emergency_threshold")
+	case cs.Target < 0.05 || cs.Target >= cs.EmergencyThreshold:
+		return bad("compaction.target", "must be at least 0.05 and below emergency_threshold")
 	case c.Masking.KeepRecentTurns < 1 || c.Masking.KeepRecentTurns > 10000:
 		return bad("masking.keep_recent_turns", "must be between 1 and 10000")
 	case c.Masking.OffloadBytes < 512 || c.Masking.OffloadBytes > 1<<20:

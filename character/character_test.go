@@ -28,14 +28,14 @@ func TestApplyDefaults(t *testing.T) {
 			name: "set values are kept",
 			in: character.Character{
 				Model: "gpt-4o", ContextWindow: 32000, MaxOutputTokens: 1000, MaxSteps: 2,
-				Compaction: character.CompactionSettings{SleepThreshold: 0.5, EmergencyThreshold: 0.9, PreserveRecentMessages: 7, PreserveRatio: 0.1},
+				Compaction: character.CompactionSettings{SleepThreshold: 0.5, EmergencyThreshold: 0.9, PreserveRecentMessages: 7, PreserveRatio: 0.1, Target: 0.3},
 				Masking: character.MaskingSettings{Enabled: boolPtr(false), KeepRecentTurns: 3, OffloadBytes: 4096,
 					ExemptTools: store.NewJSON([]string{"look"})},
 				Tools: store.NewJSON([]character.ToolSpec{{Name: "look", Returns: true}}),
 			},
 			want: func(c *character.Character) {
 				c.Model, c.ContextWindow, c.MaxOutputTokens, c.MaxSteps = "gpt-4o", 32000, 1000, 2
-				c.Compaction = character.CompactionSettings{SleepThreshold: 0.5, EmergencyThreshold: 0.9, PreserveRecentMessages: 7, PreserveRatio: 0.1}
+				c.Compaction = character.CompactionSettings{SleepThreshold: 0.5, EmergencyThreshold: 0.9, PreserveRecentMessages: 7, PreserveRatio: 0.1, Target: 0.3}
 				c.Masking = character.MaskingSettings{Enabled: boolPtr(false), KeepRecentTurns: 3, OffloadBytes: 4096,
 					ExemptTools: store.NewJSON([]string{"look"})}
 				c.Tools = store.NewJSON([]character.ToolSpec{{Name: "look", Returns: true}})
@@ -58,6 +58,7 @@ func TestApplyDefaults(t *testing.T) {
 				Compaction: character.CompactionSettings{
 					SleepThreshold: character.DefaultSleepThreshold, EmergencyThreshold: character.DefaultEmergencyThreshold,
 					PreserveRecentMessages: character.DefaultPreserveRecentMessages, PreserveRatio: character.DefaultPreserveRatio,
+					Target: character.DefaultCompactionTarget,
 				},
 				Masking: character.MaskingSettings{Enabled: boolPtr(true), KeepRecentTurns: character.DefaultKeepRecentTurns,
 					OffloadBytes: character.DefaultOffloadBytes, ExemptTools: store.NewJSON([]string{})},
@@ -131,6 +132,8 @@ func TestValidate(t *testing.T) {
 		{"keep too many messages", func(c *character.Character) { c.Compaction.PreserveRecentMessages = 10001 }, "compaction.preserve_recent_messages"},
 		{"preserve ratio zero", func(c *character.Character) { c.Compaction.PreserveRatio = 0 }, "compaction.preserve_ratio"},
 		{"preserve ratio at emergency", func(c *character.Character) { c.Compaction.PreserveRatio = 0.8 }, "compaction.preserve_ratio"},
+		{"target too small", func(c *character.Character) { c.Compaction.Target = 0.01 }, "compaction.target"},
+		{"target at emergency", func(c *character.Character) { c.Compaction.Target = 0.8 }, "compaction.target"},
 		{"keep no turns", func(c *character.Character) { c.Masking.KeepRecentTurns = 0 }, "masking.keep_recent_turns"},
 		{"keep too many turns", func(c *character.Character) { c.Masking.KeepRecentTurns = 10001 }, "masking.keep_recent_turns"},
 		{"small offload", func(c *character.Character) { c.Masking.OffloadBytes = 511 }, "masking.offload_bytes"},

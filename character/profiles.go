@@ -35,7 +35,7 @@ func (s *Store) UpsertProfile(ctx context.Context, id string, u ProfileUpdate) (
 		return nil, &FieldError{Field: "entity", Message: "is required"}
 	}
 	var p Profile
-	err := s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.atomically(ctx, func(tx *gorm.DB) error {
 		err := tx.Where("character_id = ? AND entity = ?", id, key).Take(&p).Error
 		now := time.Now().UTC()
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -104,7 +104,7 @@ func (s *Store) AddFact(ctx context.Context, id string, f Fact) (*Fact, FactActi
 		return nil, "", &FieldError{Field: "fact", Message: "is required"}
 	}
 	action := FactAdded
-	err := s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.atomically(ctx, func(tx *gorm.DB) error {
 		var current []Fact
 		if err := tx.Where("character_id = ? AND entity = ? AND superseded_at IS NULL", id, f.Entity).Find(&current).Error; err != nil {
 			return err

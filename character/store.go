@@ -2,10 +2,13 @@ package character
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -18,14 +21,26 @@ import (
 // concurrent use; it does not serialize writers to one NPC (the tick engine's
 // per-NPC lock does).
 type Store struct {
-	db *gorm.DB
+	db     *gorm.DB
+	glance *stmtCache // nil inside a transaction
+	inTx   bool
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
-func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+func NewStore(db *gorm.DB) *Store { return &Store{db: db, glance: &stmtCache{}} }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
-func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx} }
+func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, inTx: true} }
+
+// atomically runs fn in a transaction of its own, or, for a Store made by
+// WithTx, in the caller's: the caller's transaction stores all or nothing
+// already, and a savepoint would only add statements to every tick.
+func (s *Store) atomically(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.inTx {
+		return fn(s.q(ctx))
+	}
+	return s.q(ctx).Transaction(fn)
+}
 
 // DB returns the handle the Store uses (a transaction inside WithTx).
 func (s *Store) DB() *gorm.DB { return s.db }
@@ -36,6 +51,27 @@ func Migrations() []store.Migration {
 		Component: "character", Version: 1, Name: "characters, messages, events, profiles, facts, ticks",
 		Up: func(tx *gorm.DB) error {
 			return tx.AutoMigrate(&Character{}, &Message{}, &Event{}, &Profile{}, &Fact{}, &TickRecord{})
+		},
+	}, {
+		Component: "character", Version: 2, Name: "history revision, compaction target and note",
+		Up: func(tx *gorm.DB) error {
+			// Version 1 creates the columns on a new database (it migrates
+			// the current struct); an older one gains them here.
+			m := tx.Migrator()
+			for _, col := range []string{"HistoryRev", "CompactionNote"} {
+				if !m.HasColumn(&Character{}, col) {
+					if err := m.AddColumn(&Character{}, col); err != nil {
+						return err
+					}
+				}
+			}
+			if !m.HasColumn(&Character{}, "compaction_target") {
+				if err := tx.Exec("ALTER TABLE characters ADD COLUMN compaction_target REAL").Error; err != nil {
+					return err
+				}
+			}
+			return tx.Model(&Character{}).Where("compaction_target IS NULL OR compaction_target = 0").
+				UpdateColumn("compaction_target", DefaultCompactionTarget).Error
 		},
 	}}
 }
@@ -78,7 +114,7 @@ func (s *Store) IDs(ctx context.Context) ([]string, error) {
 var settingsColumns = []string{
 	"name", "persona", "model", "context_window", "max_output_tokens", "max_steps",
 	"compaction_sleep_threshold", "compaction_emergency_threshold",
-	"compaction_preserve_recent_messages", "compaction_preserve_ratio",
+	"compaction_preserve_recent_messages", "compaction_preserve_ratio", "compaction_target",
 	"masking_enabled", "masking_keep_recent_turns", "masking_exempt_tools", "masking_offload_bytes",
 	"sleep_cron", "sleep_timezone", "tools", "system_tokens", "tool_tokens", "updated_at",
 }
@@ -87,7 +123,7 @@ var settingsColumns = []string{
 // keeping its history, journal and memories. c.State.SystemTokens and
 // ToolTokens must already be measured. It reports whether c was created.
 func (s *Store) Put(ctx context.Context, c *Character) (created bool, err error) {
-	err = s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.atomically(ctx, func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Model(&Character{}).Where("id = ?", c.ID).Count(&n).Error; err != nil {
 			return err
@@ -109,7 +145,7 @@ func (s *Store) Put(ctx context.Context, c *Character) (created bool, err error)
 
 // Delete removes an NPC and every row this package keeps for it.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	return s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.atomically(ctx, func(tx *gorm.DB) error {
 		res := tx.Where("id = ?", id).Delete(&Character{})
 		if res.Error != nil {
 			return fmt.Errorf("delete npc %q: %w", id, res.Error)
@@ -192,7 +228,7 @@ func (s *Store) UpdateState(ctx context.Context, id string, cols map[string]any)
 // it lost is told they are duplicates even when the inbox is full. An NPC
 // that does not exist (or was deleted meanwhile) is ErrNotFound.
 func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPending int) (accepted, duplicates int, err error) {
-	err = s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.atomically(ctx, func(tx *gorm.DB) error {
 		// Checked in the transaction that inserts, so an event posted while
 		// the NPC is deleted is refused rather than left without its NPC.
 		if _, err := s.WithTx(tx).lockRow(ctx, id); err != nil {
@@ -237,6 +273,73 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 		return 0, 0, fmt.Errorf("add events for %q: %w", id, err)
 	}
 	return accepted, duplicates, nil
+}
+
+// Glance is what a tick needs to decide whether an NPC has anything to
+// answer, and what an idle tick reports: the NPC's counters, token totals
+// and waiting calls, without its settings.
+type Glance struct {
+	// NPC holds the state, the window and max_output_tokens; its other
+	// settings are not read.
+	NPC *Character
+	// Pending is whether an event waits in the inbox.
+	Pending bool
+}
+
+// glanceSQL reads a Glance in one statement. It is prepared once per
+// connection on SQLite, since an idle tick is the commonest request of a
+// large world and parsing the statement again would cost as much as
+// running it.
+const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
+	tool_tokens, compactions, awaiting, resume, compaction_note, context_window, max_output_tokens,
+	EXISTS (SELECT 1 FROM events WHERE events.character_id = characters.id AND consumed_at IS NULL)
+	FROM characters WHERE id = ?`
+
+// Glance reads NPC id's Glance, or returns ErrNotFound.
+func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
+	c := &Character{ID: id}
+	var note sql.NullString
+	var pending bool
+	dest := []any{&c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
+		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
+		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &pending}
+	var err error
+	if stmt := s.glance.get(s.db); stmt != nil {
+		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
+	} else {
+		err = s.q(ctx).Raw(glanceSQL, id).Row().Scan(dest...)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("glance at npc %q: %w", id, err)
+	}
+	c.State.CompactionNote = note.String
+	return &Glance{NPC: c, Pending: pending}, nil
+}
+
+// stmtCache prepares one statement once on a database handle (never inside
+// a transaction, whose connection it could not use).
+type stmtCache struct {
+	once sync.Once
+	stmt *sql.Stmt
+}
+
+func (sc *stmtCache) get(db *gorm.DB) *sql.Stmt {
+	if sc == nil || !store.IsSQLite(db) {
+		return nil
+	}
+	sc.once.Do(func() {
+		sqlDB, err := db.DB()
+		if err != nil {
+			return
+		}
+		if st, err := sqlDB.Prepare(glanceSQL); err == nil {
+			sc.stmt = st
+		}
+	})
+	return sc.stmt
 }
 
 // PendingEvents returns up to limit unconsumed events, oldest first.
@@ -302,7 +405,7 @@ func (s *Store) ConsumeEvents(ctx context.Context, id string, seqs []int64, tick
 	now := time.Now().UTC()
 	// In a transaction so that a refused call leaves the events it could
 	// have consumed pending.
-	return s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.atomically(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Event{}).
 			Where("character_id = ? AND seq IN ? AND consumed_at IS NULL", id, seqs).
 			Updates(map[string]any{"consumed_at": now, "consumed_tick": tick, "message_id": msgID})
@@ -373,11 +476,24 @@ func (s *Store) AppendMessages(ctx context.Context, id string, msgs []*Message, 
 		"live_tokens":    gorm.Expr("live_tokens + ?", live),
 		"summary_tokens": gorm.Expr("summary_tokens + ?", summary),
 		"live_messages":  gorm.Expr("live_messages + ?", count),
+		"history_rev":    newRev(),
 	}).Error
 	if err != nil {
 		return fmt.Errorf("update totals of %q: %w", id, err)
 	}
 	return nil
+}
+
+// HistoryRev returns the NPC's history revision (see State.HistoryRev).
+func (s *Store) HistoryRev(ctx context.Context, id string) (int64, error) {
+	var revs []int64
+	if err := s.q(ctx).Model(&Character{}).Where("id = ?", id).Pluck("history_rev", &revs).Error; err != nil {
+		return 0, fmt.Errorf("history revision of %q: %w", id, err)
+	}
+	if len(revs) == 0 {
+		return 0, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	return revs[0], nil
 }
 
 // LiveMessages returns the live history as it is sent: the summary first,
@@ -486,23 +602,23 @@ func (s *Store) CountMessages(ctx context.Context, id string) (live, archived in
 
 // MaskToolResults masks live tool results of turns older than beforeTurn,
 // except those of exempt tools, and takes the saving off the running total.
-// It returns how many rows it masked and how many prompt tokens that saved.
-func (s *Store) MaskToolResults(ctx context.Context, id string, beforeTurn int64, exempt []string) (masked, saved int, err error) {
+// It returns the rows it masked and how many prompt tokens that saved.
+func (s *Store) MaskToolResults(ctx context.Context, id string, beforeTurn int64, exempt []string) (masked []int64, saved int, err error) {
 	q := s.q(ctx).Model(&Message{}).Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND turn < ?", id, StateLive, "tool", false, beforeTurn)
 	if len(exempt) > 0 {
 		q = q.Where("tool_name NOT IN ?", exempt)
 	}
 	var ids []int64
 	if err := q.Pluck("id", &ids).Error; err != nil {
-		return 0, 0, fmt.Errorf("mask tool results of %q: %w", id, err)
+		return nil, 0, fmt.Errorf("mask tool results of %q: %w", id, err)
 	}
 	return s.MaskMessages(ctx, id, ids)
 }
 
 // MaskMessages masks the given live, unmasked tool results of an NPC where
 // the placeholder is smaller than what is sent now, and takes the saving off
-// the running total. Other ids are ignored.
-func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (masked, saved int, err error) {
+// the running total. Other ids are ignored. It returns the rows it masked.
+func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (masked []int64, saved int, err error) {
 	db := s.q(ctx)
 	var todo []int64
 	for start := 0; start < len(ids); start += 500 {
@@ -511,7 +627,7 @@ func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (maske
 		if err := db.Select("id, view_tokens, mask_tokens").
 			Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND id IN ?", id, StateLive, "tool", false, ids[start:end]).
 			Find(&rows).Error; err != nil {
-			return 0, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 		for _, r := range rows {
 			if r.MaskTokens >= r.ViewTokens { // masking would not make the prompt smaller
@@ -524,15 +640,17 @@ func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (maske
 	for start := 0; start < len(todo); start += 500 {
 		end := min(start+500, len(todo))
 		if err := db.Model(&Message{}).Where("id IN ?", todo[start:end]).Update("masked", true).Error; err != nil {
-			return 0, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 	}
 	if len(todo) > 0 {
-		if err := db.Model(&Character{}).Where("id = ?", id).UpdateColumn("live_tokens", gorm.Expr("live_tokens - ?", saved)).Error; err != nil {
-			return 0, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+		if err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
+			"live_tokens": gorm.Expr("live_tokens - ?", saved), "history_rev": newRev(),
+		}).Error; err != nil {
+			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 	}
-	return len(todo), saved, nil
+	return todo, saved, nil
 }
 
 // Archive moves live messages of an NPC to the archive, recording the
@@ -545,7 +663,7 @@ func (s *Store) Archive(ctx context.Context, id string, ids []int64, compactionI
 	}
 	// In a transaction: a span of many batches found stale in a late batch
 	// must not stay half archived.
-	return s.q(ctx).Transaction(func(db *gorm.DB) error { return archive(db, id, ids, compactionID) })
+	return s.atomically(ctx, func(db *gorm.DB) error { return archive(db, id, ids, compactionID) })
 }
 
 func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
@@ -579,12 +697,18 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 		"summary_tokens":    gorm.Expr("summary_tokens - ?", summary),
 		"live_messages":     gorm.Expr("live_messages - ?", count),
 		"archived_messages": gorm.Expr("archived_messages + ?", len(ids)),
+		"history_rev":       newRev(),
 	}).Error
 	if err != nil {
 		return fmt.Errorf("archive messages of %q: %w", id, err)
 	}
 	return nil
 }
+
+// newRev returns a fresh history revision: random, so that revisions
+// written by different processes, or by an NPC deleted and created again,
+// never repeat one another.
+func newRev() int64 { return rand.Int64() }
 
 // Totals are the running totals recomputed from the rows themselves.
 type Totals struct {

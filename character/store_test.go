@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -689,8 +690,8 @@ func TestMaskToolResults(t *testing.T) {
 	for _, m := range f.look[:2] {
 		wantSaved += m.ViewTokens - m.MaskTokens
 	}
-	if masked != 2 || saved != wantSaved {
-		t.Errorf("MaskToolResults = %d masked, %d saved; want 2 and %d", masked, saved, wantSaved)
+	if !slices.Equal(masked, []int64{f.look[0].ID, f.look[1].ID}) || saved != wantSaved {
+		t.Errorf("MaskToolResults = %v masked, %d saved; want the first two looks and %d", masked, saved, wantSaved)
 	}
 	after := checkTotals(t, s, "brom")
 	if after.LiveTokens != before.LiveTokens-wantSaved {
@@ -727,11 +728,11 @@ func TestMaskToolResults(t *testing.T) {
 	}
 
 	// Masking again finds nothing new; without exemptions the inventory goes too.
-	if masked, saved, err := s.MaskToolResults(ctx, "brom", 3, []string{"inventory"}); err != nil || masked != 0 || saved != 0 {
-		t.Errorf("second MaskToolResults = %d, %d, %v; want nothing", masked, saved, err)
+	if masked, saved, err := s.MaskToolResults(ctx, "brom", 3, []string{"inventory"}); err != nil || len(masked) != 0 || saved != 0 {
+		t.Errorf("second MaskToolResults = %v, %d, %v; want nothing", masked, saved, err)
 	}
-	if masked, _, err := s.MaskToolResults(ctx, "brom", 3, nil); err != nil || masked != 2 {
-		t.Errorf("MaskToolResults without exemptions = %d, %v; want the 2 inventory results", masked, err)
+	if masked, _, err := s.MaskToolResults(ctx, "brom", 3, nil); err != nil || len(masked) != 2 {
+		t.Errorf("MaskToolResults without exemptions = %v, %v; want the 2 inventory results", masked, err)
 	}
 	checkTotals(t, s, "brom")
 }
@@ -767,8 +768,8 @@ func TestMaskMessagesIgnoresOtherRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := f.look[0].ViewTokens - f.look[0].MaskTokens
-	if masked != 1 || saved != want {
-		t.Errorf("MaskMessages = %d masked, %d saved; want 1 and %d", masked, saved, want)
+	if !slices.Equal(masked, []int64{f.look[0].ID}) || saved != want {
+		t.Errorf("MaskMessages = %v masked, %d saved; want [%d] and %d", masked, saved, f.look[0].ID, want)
 	}
 	if after := checkTotals(t, s, "brom"); after.LiveTokens != before.LiveTokens-want {
 		t.Errorf("live tokens %d → %d, want %d less", before.LiveTokens, after.LiveTokens, want)
@@ -780,8 +781,8 @@ func TestMaskMessagesIgnoresOtherRows(t *testing.T) {
 	if err != nil || m.Masked {
 		t.Errorf("the other NPC's result: masked %v, %v", m.Masked, err)
 	}
-	if masked, saved, err := s.MaskMessages(ctx, "brom", nil); err != nil || masked != 0 || saved != 0 {
-		t.Errorf("MaskMessages(nil) = %d, %d, %v", masked, saved, err)
+	if masked, saved, err := s.MaskMessages(ctx, "brom", nil); err != nil || len(masked) != 0 || saved != 0 {
+		t.Errorf("MaskMessages(nil) = %v, %d, %v", masked, saved, err)
 	}
 }
 
@@ -1103,5 +1104,96 @@ func TestPendingTotal(t *testing.T) {
 	}
 	if n, err := s.PendingTotal(ctx); err != nil || n != 5 {
 		t.Errorf("PendingTotal = %d, %v; want 5", n, err)
+	}
+}
+
+// The history revision changes with every write to an NPC's messages, and
+// only then, so a copy of the live history can be trusted while it holds.
+func TestHistoryRevChangesWithEveryHistoryWrite(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	rev := func() int64 {
+		t.Helper()
+		r, err := s.HistoryRev(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := get(t, s, "brom"); c.State.HistoryRev != r {
+			t.Fatalf("HistoryRev %d, the loaded NPC says %d", r, c.State.HistoryRev)
+		}
+		return r
+	}
+	seen := map[int64]bool{rev(): true}
+	changed := func(op string) {
+		t.Helper()
+		r := rev()
+		if seen[r] {
+			t.Fatalf("%s: revision %d was seen before", op, r)
+		}
+		seen[r] = true
+	}
+	f := newMaskFixture(t, s, "brom")
+	changed("append")
+	before := rev()
+	if err := s.UpdateState(ctx, "brom", map[string]any{"tick": 7}); err != nil {
+		t.Fatal(err)
+	}
+	if rev() != before {
+		t.Fatal("a state update that writes no message changed the revision")
+	}
+	if _, _, err := s.MaskMessages(ctx, "brom", []int64{f.look[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	changed("mask")
+	before = rev()
+	if ids, _, err := s.MaskMessages(ctx, "brom", []int64{f.look[0].ID}); err != nil || len(ids) != 0 {
+		t.Fatalf("masking again: %v %v", ids, err)
+	}
+	if rev() != before {
+		t.Fatal("masking nothing changed the revision")
+	}
+	if err := s.Archive(ctx, "brom", []int64{f.look[1].ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	changed("archive")
+	if _, err := s.HistoryRev(ctx, "nobody"); !errors.Is(err, character.ErrNotFound) {
+		t.Fatalf("HistoryRev of an unknown NPC: %v", err)
+	}
+}
+
+// Glance reads, in one statement, exactly what Get has for the fields it
+// promises, and sees the inbox.
+func TestGlance(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	newMaskFixture(t, s, "brom")
+	if err := s.UpdateState(ctx, "brom", map[string]any{"tick": 9, "resume": true, "compaction_note": "over target",
+		"awaiting": store.NewJSON([]character.PendingCall{{ID: "c1", Tool: "look"}})}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Glance(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := get(t, s, "brom")
+	if diff := cmp.Diff(full.State, g.NPC.State, cmpopts.IgnoreFields(character.State{}, "GameTime", "LastSleepAt", "SleepMark", "HistoryRev")); diff != "" {
+		t.Fatalf("Glance state differs from Get (-get +glance):\n%s", diff)
+	}
+	if g.NPC.ContextWindow != full.ContextWindow || g.NPC.MaxOutputTokens != full.MaxOutputTokens || g.NPC.ID != "brom" {
+		t.Fatalf("Glance settings: %+v", g.NPC)
+	}
+	if g.Pending {
+		t.Fatal("pending with an empty inbox")
+	}
+	if _, _, err := s.AddEvents(ctx, "brom", []character.Event{{Kind: "say", Actor: "alice", Text: "hi"}}, 10); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := s.Glance(ctx, "brom"); err != nil || !g.Pending {
+		t.Fatalf("after an event: %+v %v", g, err)
+	}
+	if _, err := s.Glance(ctx, "nobody"); !errors.Is(err, character.ErrNotFound) {
+		t.Fatalf("unknown NPC: %v", err)
 	}
 }

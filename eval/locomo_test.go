@@ -68,7 +68,7 @@ func TestLoCoMoOnFixture(t *testing.T) {
 		"2":        {2, 1, 1},
 		"3":        {1, 1, 1},
 		"4":        {2, 1, 1},
-		"5":        {1, 0, 1},
+		"5":        {1, 1, 1},
 		"headline": {6, 5.5 / 6, 1},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -5,10 +5,13 @@
 // it — messages of package character included, archived ones too, so nothing
 // compacted is out of reach.
 //
-// Retrieval is hybrid. Keyword search is SQLite's FTS5 with BM25, over
-// external-content tables kept in step by triggers (migration 3); on
-// PostgreSQL, which has no FTS5, it falls back to matching terms with ILIKE.
-// Vector search ranks, in Go, vectors from an llm.Embedder (an
+// Retrieval is hybrid. The Retriever's keyword channel is BM25 computed in
+// Go over each NPC's in-memory index, with that NPC's own statistics, so a
+// search reads only the NPC's rows and its ranking never depends on other
+// NPCs. Store.Search, the plain keyword search without an index in memory,
+// is SQLite's FTS5 with BM25 over external-content tables kept in step by
+// triggers (migration 3); on PostgreSQL, which has no FTS5, it falls back to
+// matching terms with ILIKE. Vector search ranks, in Go, vectors from an llm.Embedder (an
 // OpenAI-compatible endpoint, or llm.OfflineEmbedder), cached by content
 // hash in the embeddings table and decoded per NPC in memory. The
 // Retriever blends the two with recency on the game's clock and

@@ -14,12 +14,12 @@ import (
 
 // Full-text search is SQLite's FTS5: one external-content table per source
 // table (memories, journal entries, the messages of package character),
-// kept in step by triggers, ranked with BM25. Each FTS table indexes the
-// NPC id next to the text, so a query can intersect with one NPC's rows
-// inside the index instead of ranking every NPC's matches (see
-// keywordSearch for when it does); the id column has weight 0 in BM25, and
+// kept in step by triggers, ranked with BM25; Store.Search uses it. Each FTS
+// table indexes the NPC id next to the text, so a query intersects with one
+// NPC's rows inside the index; the id column has weight 0 in BM25, and
 // results are checked against the exact NPC id afterwards, since the
-// tokenizer reads "a-b" and "a_b" alike.
+// tokenizer reads "a-b" and "a_b" alike. The Retriever ranks keywords in
+// memory instead (see npcIndex.keyword).
 //
 // The tokenizer is porter (English stemming) over unicode61 with diacritics
 // removed, so "swords" matches "sword" and "café" matches "cafe".
@@ -147,12 +147,9 @@ type kwHit struct {
 // keywordSearch ranks the rows matching the query's terms in every source
 // table, best first per table, at most limit per table. It matches NPC
 // npc's rows, and may return other NPCs' rows too: the caller keeps its
-// NPC's. npcRows, when known, are the NPC's rows per table: intersecting
-// with the NPC in the index costs time in proportion to them (some 8 ms for
-// 100k rows), which pays off only when the NPC holds a small share of the
-// table; for an NPC holding half a table or more, filtering the other
-// NPCs' few extra matches afterwards is cheaper.
-func (s *Store) keywordSearch(ctx context.Context, npc string, terms []string, limit int, npcRows *[3]int) ([]kwHit, error) {
+// NPC's. BM25's statistics here are those of the whole table; the
+// retriever ranks with the NPC's own instead (see npcIndex.keyword).
+func (s *Store) keywordSearch(ctx context.Context, npc string, terms []string, limit int) ([]kwHit, error) {
 	if len(terms) == 0 || limit <= 0 {
 		return nil, nil
 	}
@@ -164,17 +161,8 @@ func (s *Store) keywordSearch(ctx context.Context, npc string, terms []string, l
 		return s.keywordPostgres(ctx, npc, terms, tables, limit)
 	}
 	var out []kwHit
+	match := matchTerms(npc, terms)
 	for i, t := range tables {
-		match := matchTerms(npc, terms)
-		if npcRows != nil {
-			var top int64
-			if err := s.q(ctx).Raw(`SELECT COALESCE(MAX(rowid), 0) FROM ` + t.content).Scan(&top).Error; err != nil {
-				return nil, fmt.Errorf("keyword search %s of %q: %w", t.content, npc, err)
-			}
-			if int64(npcRows[i])*2 >= top {
-				match = matchTerms("", terms)
-			}
-		}
 		type row struct {
 			ID    int64
 			Score float64
@@ -251,7 +239,7 @@ func Terms(text string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, f := range ftsWords(text) {
-		if len([]rune(f)) < 2 && !isIdeograph(f) || stopWords[f] || seen[f] {
+		if !searchable(f) || seen[f] {
 			continue
 		}
 		seen[f] = true

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/npcd/npcd/character"
-	"github.com/npcd/npcd/llm"
 )
 
 // item is one searchable row of an NPC in the in-memory index: just what
@@ -47,9 +46,14 @@ type npcIndex struct {
 	// neighbour bonus.
 	users    []int32
 	userRank map[int32]int32
-	// df counts the items containing each search term (see Terms): the
-	// rarity of a query's words, for weighting them.
-	df map[string]int32
+	// post lists, for each indexed word (see termKey), the items holding
+	// it: the NPC's own BM25 statistics and the keyword channel's index.
+	post     map[string][]posting
+	postings int
+	dl       []uint32 // length of each item in words
+	totalLen int64
+	kwScores []float32 // scratch for keyword scores, reused by each search
+	touched  []int32
 	// pending are items still without a vector, with the text to embed.
 	pending   map[int32]string
 	lastMsg   int64
@@ -65,24 +69,18 @@ type npcIndex struct {
 }
 
 func newIndex(npc string) *npcIndex {
-	return &npcIndex{npc: npc, pos: map[itemKey]int32{}, userRank: map[int32]int32{}, pending: map[int32]string{}, df: map[string]int32{}}
+	return &npcIndex{npc: npc, pos: map[itemKey]int32{}, userRank: map[int32]int32{}, pending: map[int32]string{}, post: map[string][]posting{}}
 }
 
 func (x *npcIndex) bytes() int64 {
-	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 + int64(len(x.df))*48
+	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
+		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48
 }
 
 // add appends an item with its text and returns its position.
 func (x *npcIndex) add(it item, text string) int32 {
-	seen := map[string]bool{}
-	for _, t := range Terms(text) {
-		st := llm.Stem(t)
-		if !seen[st] {
-			seen[st] = true
-			x.df[st]++
-		}
-	}
 	p := int32(len(x.items))
+	x.addPostings(p, text)
 	x.items = append(x.items, it)
 	x.kinds[it.kind]++
 	if x.dims > 0 {
@@ -359,7 +357,7 @@ func (x *npcIndex) idf(term string) float64 {
 	if stopWords[term] {
 		return 0
 	}
-	n, d := float64(len(x.items)), float64(x.df[llm.Stem(term)])
+	n, d := float64(len(x.items)), float64(x.df(term))
 	return math.Log(1 + (n-d+0.5)/(d+0.5))
 }
 

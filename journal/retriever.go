@@ -44,9 +44,6 @@ const (
 	// offline embedder's hashed features collide, giving unrelated texts a
 	// cosine of a few hundredths, and such a row would only cost tokens.
 	minRelevance = 0.03
-	// keywordRows bounds the rows a search ranks with BM25 (see
-	// keywordTerms): about 10 ms of FTS5 work.
-	keywordRows = 4000
 	// postgresMaxAge bounds how long an index is trusted on PostgreSQL,
 	// where ids from a sequence may commit out of order and a row can
 	// appear below the newest id an index has seen.

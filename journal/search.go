@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/npcd/npcd/character"
-	"github.com/npcd/npcd/llm"
 )
 
 // Result kinds: what a search result is.
@@ -97,10 +96,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		return nil, err
 	}
 	pool := max(r.cfg.pool, 4*k)
-	hits, err := r.store.keywordSearch(ctx, npc, keywordTerms(x, terms), pool, &x.kinds)
-	if err != nil {
-		return nil, err
-	}
+	hits := x.keyword(terms, pool)
 	ranked := r.rank(x, qv != nil, hits, pool, now)
 	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x))
 	if err != nil {
@@ -161,28 +157,6 @@ func (r *Retriever) queryVector(ctx context.Context, x *npcIndex, query string) 
 		return nil, fmt.Errorf("%w: query vector of %d dimensions, the index holds %d", ErrEmbedding, len(qv), x.dims)
 	}
 	return qv, nil
-}
-
-// keywordTerms picks the query terms worth a full-text pass: rarest first,
-// while the rows they match (by the index's counts) stay within
-// keywordRows. A term found in more rows than that says little about which
-// row is meant, and ranking all of them with BM25 would cost more than the
-// rest of the search; such terms still count through the vector channel.
-func keywordTerms(x *npcIndex, terms []string) []string {
-	sorted := append([]string(nil), terms...)
-	df := func(t string) int { return int(x.df[llm.Stem(t)]) }
-	sort.SliceStable(sorted, func(i, j int) bool { return df(sorted[i]) < df(sorted[j]) })
-	var out []string
-	rows := 0
-	for _, t := range sorted {
-		d := df(t)
-		if rows+d > keywordRows {
-			break
-		}
-		rows += d
-		out = append(out, t)
-	}
-	return out
 }
 
 // rank scores the candidates of a search: the pool best by vector, the
@@ -353,7 +327,7 @@ func (s *Store) Search(ctx context.Context, id, query string, k int) ([]Result, 
 		return nil, nil
 	}
 	k = min(k, MaxK)
-	hits, err := s.keywordSearch(ctx, id, terms, max(2*k, 20), nil)
+	hits, err := s.keywordSearch(ctx, id, terms, max(2*k, 20))
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,9 @@ func TestUpgradeFromFrozenSchema(t *testing.T) {
 	if err != nil || c.Name != "Brom" || c.State.Compactions != 1 {
 		t.Fatalf("the NPC after the upgrade: %+v %v", c, err)
 	}
+	if c.Compaction.Target != character.DefaultCompactionTarget || c.Validate() != nil {
+		t.Fatalf("an NPC of the old schema gets the default compaction target: %v (%v)", c.Compaction.Target, c.Validate())
+	}
 	ms, err := chars.History(ctx, "brom", character.HistoryQuery{})
 	if err != nil || len(ms) != 4 || ms[0].State != character.StateArchived {
 		t.Fatalf("history after the upgrade: %d messages, %v", len(ms), err)

@@ -404,6 +404,11 @@ func bestRecall(text string, recalled []string) string {
 	words := contentWords(text)
 	best, bestN := "", 0
 	for _, r := range recalled {
+		if ownWordsRe.MatchString(r) {
+			// Quoting its own earlier replies would nest quotes of quotes
+			// into every new line the NPC says and journals.
+			continue
+		}
 		n := 0
 		rw := contentWords(r)
 		for w := range words {
@@ -417,6 +422,9 @@ func bestRecall(text string, recalled []string) string {
 	}
 	return best
 }
+
+// ownWordsRe matches a recalled line that is the NPC's own words.
+var ownWordsRe = regexp.MustCompile(`(?i)\bI (said|say)\b:|\bI remember:`)
 
 var smallWords = map[string]bool{"the": true, "a": true, "an": true, "you": true, "i": true, "me": true, "my": true,
 	"do": true, "did": true, "what": true, "remember": true, "is": true, "was": true, "to": true, "of": true, "and": true,

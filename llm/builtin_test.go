@@ -719,3 +719,18 @@ func TestDefuse(t *testing.T) {
 		}
 	}
 }
+
+// The builtin model recalls what others said or did, never its own earlier
+// replies, which would nest quotes of quotes into each new line.
+func TestBestRecallSkipsOwnWords(t *testing.T) {
+	recalled := []string{
+		`(importance 9, 2026-06-01) I said: Hmph. Alice, I remember: Alice says: "A new horseshoe for my mare."`,
+		`[2026-06-01 08:00] Alice says: "I need a new horseshoe for my mare."`,
+	}
+	if got := bestRecall("What about the horseshoe for the mare?", recalled); got != recalled[1] {
+		t.Errorf("bestRecall = %q, want %q", got, recalled[1])
+	}
+	if got := bestRecall("the horseshoe", recalled[:1]); got != "" {
+		t.Errorf("bestRecall over its own words only = %q, want nothing", got)
+	}
+}

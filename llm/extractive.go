@@ -80,8 +80,8 @@ type summaryLine struct {
 	kind int
 	// rank orders what goes last when the summary is over budget:
 	// rankPinned lines (journal entries marked important) after
-	// rankProtected ones (a previous summary's goal and promises) after
-	// everything else.
+	// rankProtected ones (what a previous summary held, but its progress
+	// log) after everything else.
 	rank   int
 	origin int // order of appearance, older first
 	tokens int
@@ -126,9 +126,13 @@ func (b *Builtin) summarize(req Request) string {
 			case strings.HasPrefix(l, "## "):
 				kind = sectionKind(l[3:])
 			case strings.HasPrefix(strings.TrimSpace(l), "- "):
-				rank := rankNormal
-				if kind == secGoal || kind == secPromises {
-					rank = rankProtected
+				// What the previous summary held survives the new
+				// transcript's lines: a summary is incremental, not a
+				// window over the latest span. Progress is the exception,
+				// a running log whose oldest steps give way to new ones.
+				rank := rankProtected
+				if kind == secProgress {
+					rank = rankNormal
 				}
 				add(l, kind, rank)
 			}

@@ -204,11 +204,12 @@ func (l *loader) npc(n *yaml.Node, field string) {
 	num(o, "max_steps", "max_steps", &c.MaxSteps)
 	if v, f, ok := o.get("compaction"); ok {
 		where["compaction"] = resolve(v)
-		if co, ok := l.object(v, f, []string{"sleep_threshold", "emergency_threshold", "preserve_recent_messages", "preserve_ratio"}); ok {
+		if co, ok := l.object(v, f, []string{"sleep_threshold", "emergency_threshold", "preserve_recent_messages", "preserve_ratio", "target"}); ok {
 			ratio(co, "sleep_threshold", "compaction.sleep_threshold", &c.Compaction.SleepThreshold)
 			ratio(co, "emergency_threshold", "compaction.emergency_threshold", &c.Compaction.EmergencyThreshold)
 			num(co, "preserve_recent_messages", "compaction.preserve_recent_messages", &c.Compaction.PreserveRecentMessages)
 			ratio(co, "preserve_ratio", "compaction.preserve_ratio", &c.Compaction.PreserveRatio)
+			ratio(co, "target", "compaction.target", &c.Compaction.Target)
 		}
 	}
 	if v, f, ok := o.get("masking"); ok {

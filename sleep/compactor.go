@@ -201,11 +201,11 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 			return fmt.Errorf("record compaction: %w", err)
 		}
 		if len(p.Mask) > 0 {
-			n, _, err := cs.MaskMessages(ctx, ch.ID, p.Mask)
+			ids, _, err := cs.MaskMessages(ctx, ch.ID, p.Mask)
 			if err != nil {
 				return err
 			}
-			rec.Masked = n
+			rec.Masked = len(ids)
 		}
 		if err := cs.Archive(ctx, ch.ID, p.SpanIDs(), &rec.ID); err != nil {
 			if errors.Is(err, character.ErrInvalid) {
@@ -245,24 +245,61 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 		if err := js.Add(ctx, ch.ID, entry); err != nil {
 			return err
 		}
-		if err := cs.UpdateState(ctx, ch.ID, map[string]any{"compactions": gorm.Expr("compactions + 1")}); err != nil {
-			return err
-		}
 		after, err := cs.Get(ctx, ch.ID)
 		if err != nil {
 			return err
 		}
 		rec.TokensAfter = after.ContextTokens()
+		note := missedTarget(after, p)
+		if err := cs.UpdateState(ctx, ch.ID, map[string]any{"compactions": gorm.Expr("compactions + 1"), "compaction_note": note}); err != nil {
+			return err
+		}
+		rec.Metadata = store.NewJSON(map[string]any{"target_tokens": TargetTokens(after)})
+		if note != "" {
+			rec.Metadata.V["target_missed"] = note
+		}
 		rec.SummaryMessageID = sum.ID
 		rec.JournalID = entry.ID
 		rec.DurationMS = c.clock.Since(now).Milliseconds()
 		return tx.Model(rec).Updates(map[string]any{"tokens_before": rec.TokensBefore, "tokens_after": rec.TokensAfter, "summary_message_id": rec.SummaryMessageID,
-			"journal_id": rec.JournalID, "masked": rec.Masked, "duration_ms": rec.DurationMS}).Error
+			"journal_id": rec.JournalID, "masked": rec.Masked, "duration_ms": rec.DurationMS, "metadata": rec.Metadata}).Error
 	})
 	if err != nil {
 		return nil, fmt.Errorf("commit compaction of %q: %w", ch.ID, err)
 	}
 	return rec, nil
+}
+
+// missedTarget says why the context a compaction left (after) is over its
+// target, or returns "" when it is not.
+func missedTarget(after *character.Character, p *Plan) string {
+	target := TargetTokens(after)
+	got := after.ContextTokens()
+	if got <= target {
+		return ""
+	}
+	fixed := after.State.SystemTokens + after.State.ToolTokens
+	why := ""
+	switch {
+	case fixed+after.State.SummaryTokens >= target:
+		why = fmt.Sprintf("persona, instructions and tools (%d tokens) with the summary (%d) alone exceed it; shorten the persona or the tools, or raise compaction.target",
+			fixed, after.State.SummaryTokens)
+	case keptOneTurn(p):
+		why = fmt.Sprintf("the newest turn alone takes %d tokens and a turn is never split", after.State.LiveTokens)
+	default:
+		why = fmt.Sprintf("the summary took %d tokens and the recent history kept %d", after.State.SummaryTokens, after.State.LiveTokens)
+	}
+	return fmt.Sprintf("the last compaction left the context at %d tokens, over its target of %d: %s", got, target, why)
+}
+
+// keptOneTurn reports whether a plan kept only the newest turn.
+func keptOneTurn(p *Plan) bool {
+	for i := range p.Keep {
+		if i > 0 && p.Keep[i].Role == llm.RoleUser {
+			return false
+		}
+	}
+	return true
 }
 
 func prevTokens(p *Plan) int {

@@ -60,15 +60,26 @@ type Limits struct {
 
 // LimitsFor derives an NPC's limits: keep the larger of the last N messages
 // and the preserve ratio of the window; aim for the kept history plus the
-// fixed prompt and a new summary to stay under the sleep threshold.
+// fixed prompt and a new summary to stay under the compaction target, so
+// that the context has room to grow for many ticks before the next one.
 func LimitsFor(c *character.Character, summaryBudget int) Limits {
 	w := float64(c.ContextWindow)
-	target := int(c.Compaction.SleepThreshold*w) - c.State.SystemTokens - c.State.ToolTokens - summaryBudget
+	target := TargetTokens(c) - c.State.SystemTokens - c.State.ToolTokens - summaryBudget
 	return Limits{
 		KeepMessages: c.Compaction.PreserveRecentMessages,
 		KeepTokens:   int(c.Compaction.PreserveRatio * w),
 		TargetTokens: max(target, 0),
 	}
+}
+
+// TargetTokens is the context size a compaction of c aims at: its
+// compaction target share of the window.
+func TargetTokens(c *character.Character) int {
+	t := c.Compaction.Target
+	if t <= 0 {
+		t = character.DefaultCompactionTarget
+	}
+	return int(t * float64(c.ContextWindow))
 }
 
 // SummaryBudgetFor is the token budget of an NPC's summary: a tenth of the

@@ -24,3 +24,21 @@ func BenchmarkTick(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIdleTick measures a tick with nothing to answer: it reads the
+// NPC and its inbox and returns, calling no model and writing nothing.
+func BenchmarkIdleTick(b *testing.B) {
+	env := newEnv(b)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := env.eng.Tick(ctx, "brom")
+		if err != nil || !res.Idle {
+			b.Fatal(res, err)
+		}
+	}
+}

@@ -279,3 +279,76 @@ func TestCompactionInvariantsRandomized(t *testing.T) {
 	}
 	t.Logf("%d histories, %d compactions", histories, compactions)
 }
+
+// An emergency compaction brings the context down to its target, so the
+// next one is many ticks away; when the target cannot be reached the NPC's
+// warnings say why, until a compaction reaches it again.
+func TestCompactionReachesItsTarget(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	run := func(c *character.Character, ticks int) (recs []*Compaction, last *Result) {
+		t.Helper()
+		if _, err := env.eng.PutNPC(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < ticks; i++ {
+			text := fmt.Sprintf("Round %d: the north road is busy, and the miller's cart lost a wheel by the bridge again.", i)
+			if _, _, err := env.eng.PostEvents(ctx, c.ID, []EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := env.eng.Tick(ctx, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Compaction != nil {
+				recs = append(recs, res.Compaction)
+			}
+			last = res
+		}
+		return recs, last
+	}
+
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 4096, 256
+	recs, last := run(c, 120)
+	if len(recs) < 2 {
+		t.Fatalf("%d compactions: the run does not exercise compaction", len(recs))
+	}
+	stored, err := env.chars.Get(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := sleep.TargetTokens(stored)
+	for _, r := range recs {
+		if r.TokensAfter > target {
+			t.Errorf("compaction %d left %d tokens, over the target of %d", r.ID, r.TokensAfter, target)
+		}
+	}
+	for _, w := range last.Warnings {
+		if strings.Contains(w, "over its target") {
+			t.Errorf("warning although every compaction reached its target: %q", w)
+		}
+	}
+
+	// A persona this long fits under the sleep threshold (PutNPC accepts
+	// it) but leaves no room under the target at all.
+	big := brom()
+	big.ID = "orator"
+	big.Persona += strings.Repeat(" Brom tells long stories about the old war, the siege of Harrowgate and the forty bells.", 60)
+	big.ContextWindow, big.MaxOutputTokens = 4096, 128
+	recs, last = run(big, 40)
+	if len(recs) == 0 {
+		t.Fatal("no compaction for the long persona")
+	}
+	found := false
+	for _, w := range last.Warnings {
+		found = found || strings.Contains(w, "over its target") && strings.Contains(w, "persona")
+	}
+	if !found {
+		t.Fatalf("warnings %q do not say why the target was missed", last.Warnings)
+	}
+	missed, err := env.eng.deps.Compactor.(*sleep.Compactor).Records(ctx, "orator")
+	if err != nil || len(missed) == 0 || missed[len(missed)-1].Metadata.V["target_missed"] == nil {
+		t.Fatalf("the compaction record does not note the missed target: %+v %v", missed, err)
+	}
+}

@@ -56,6 +56,11 @@ type Config struct {
 	// only moves forward and one wrong date would pin it there. Default 366
 	// days.
 	MaxEventLead time.Duration
+	// HistoryCacheBytes bounds the live histories kept in memory between
+	// ticks, so a tick does not read its NPC's history again; default
+	// DefaultHistoryCacheBytes. Least recently ticked NPCs are read from
+	// the database again when it is exceeded.
+	HistoryCacheBytes int64
 }
 
 func (c *Config) applyDefaults() {
@@ -98,6 +103,9 @@ func (c *Config) applyDefaults() {
 	if c.MaxEventLead == 0 {
 		c.MaxEventLead = DefaultMaxEventLead
 	}
+	if c.HistoryCacheBytes == 0 {
+		c.HistoryCacheBytes = DefaultHistoryCacheBytes
+	}
 }
 
 // DefaultMaxEventLead is Config.MaxEventLead's default: a year, leap day
@@ -126,6 +134,8 @@ func (c *Config) Validate() error {
 		return errors.New("tick: RecallK must be between 0 and 50")
 	case c.MaxEventLead < time.Hour:
 		return errors.New("tick: MaxEventLead must be at least 1h")
+	case c.HistoryCacheBytes < 0:
+		return errors.New("tick: HistoryCacheBytes must not be negative")
 	}
 	return nil
 }
@@ -179,6 +189,7 @@ type Engine struct {
 	sem      chan struct{}
 	counters sync.Map // model name → *llm.Counter
 	toolsets sync.Map // npc id → cachedSet
+	history  *historyCache
 
 	mu       sync.Mutex
 	closed   bool
@@ -207,7 +218,8 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 	if deps.Clock == nil {
 		deps.Clock = clockwork.NewRealClock()
 	}
-	return &Engine{cfg: cfg, deps: deps, locks: newNPCLocks(), sleeps: newNPCLocks(), sem: make(chan struct{}, cfg.MaxConcurrentCalls)}, nil
+	return &Engine{cfg: cfg, deps: deps, locks: newNPCLocks(), sleeps: newNPCLocks(), sem: make(chan struct{}, cfg.MaxConcurrentCalls),
+		history: newHistoryCache(cfg.HistoryCacheBytes)}, nil
 }
 
 // Config returns the engine's configuration with defaults applied.

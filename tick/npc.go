@@ -115,6 +115,7 @@ func (e *Engine) DeleteNPC(ctx context.Context, id string) error {
 		}
 	}
 	e.toolsets.Delete(id)
+	e.history.drop(id)
 	if e.deps.Scheduler != nil {
 		e.deps.Scheduler.Unschedule(id)
 	}
@@ -164,6 +165,7 @@ func (e *Engine) ClearContext(ctx context.Context, id string) error {
 			if err := cs.Archive(ctx, id, ids, nil); err != nil {
 				return err
 			}
+			e.history.drop(id)
 			return cs.UpdateState(ctx, id, map[string]any{"awaiting": store.NewJSON([]character.PendingCall{}), "resume": false})
 		})
 	})

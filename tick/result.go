@@ -119,6 +119,9 @@ func Warnings(c *character.Character) []string {
 	if n := c.State.Compactions; n >= RewriteWarningAfter {
 		w = append(w, fmt.Sprintf("the context summary has been rewritten %d times; details may have drifted (archived messages and memories keep the originals)", n))
 	}
+	if c.State.CompactionNote != "" {
+		w = append(w, c.State.CompactionNote)
+	}
 	return w
 }
 

@@ -94,6 +94,7 @@ type turnState struct {
 	gameTime time.Time
 	current  []*character.Message // to append, in order
 	user     *character.Message   // the new user message, if any
+	live     []character.Message  // the live history the model sees, as of c's revision
 	events   []character.Event
 	refs     []string
 	effects  []tools.Effect
@@ -110,6 +111,14 @@ type turnState struct {
 
 func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
 	cs := e.deps.Characters
+	// An idle tick — the commonest in a large world — reads one row.
+	g, err := cs.Glance(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !g.Pending && !g.NPC.State.Resume {
+		return e.idle(g.NPC), nil
+	}
 	c, err := cs.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -163,16 +172,15 @@ func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
 		return nil, err
 	}
 
-	live, err := cs.LiveMessages(ctx, id)
-	if err != nil {
+	if ts.live, err = e.liveHistory(ctx, ts.c); err != nil {
 		return nil, err
-	}
-	liveIDs := make(map[int64]bool, len(live))
-	for _, m := range live {
-		liveIDs[m.ID] = true
 	}
 	working := ""
 	if ts.user != nil {
+		liveIDs := make(map[int64]bool, len(ts.live))
+		for _, m := range ts.live {
+			liveIDs[m.ID] = true
+		}
 		budget := int(float64(c.ContextWindow) * e.cfg.WorkingContextShare)
 		if room := c.ContextWindow - c.MaxOutputTokens - ts.c.ContextTokens() - pending - llm.ReplyPriming; room < budget {
 			budget = room
@@ -183,7 +191,7 @@ func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
 		}
 	}
 
-	if err := e.runModel(ctx, ts, set, live, working); err != nil {
+	if err := e.runModel(ctx, ts, set, working); err != nil {
 		return nil, err
 	}
 	after, err := e.commit(ctx, ts, counter)
@@ -240,24 +248,25 @@ func callIDs(pcs []character.PendingCall) []string {
 }
 
 // ensureBudget masks and compacts before the model call when the context
-// with the new messages reaches the emergency threshold.
+// with the new messages reaches the emergency threshold. The NPC's row is
+// read again once, after whatever it changed.
 func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) error {
 	comp := e.deps.Compactor
 	c := ts.c
-	over := func() bool {
-		return float64(c.ContextTokens()+pending) >= c.Compaction.EmergencyThreshold*float64(c.ContextWindow)
-	}
-	if comp == nil || !over() {
+	if comp == nil || !c.OverEmergency(c.ContextTokens()+pending) {
 		return nil
 	}
-	if _, err := comp.Mask(ctx, c, true); err != nil {
+	saved, err := comp.Mask(ctx, c, true)
+	if err != nil {
 		return fmt.Errorf("mask before tick: %w", err)
 	}
-	if err := e.reload(ctx, ts); err != nil {
-		return err
+	if !c.OverEmergency(c.ContextTokens() - saved + pending) {
+		return e.reload(ctx, ts)
 	}
-	if !over() {
-		return nil
+	if saved > 0 {
+		if err := e.reload(ctx, ts); err != nil { // the plan reads the totals
+			return err
+		}
 	}
 	rec, err := comp.Compact(ctx, c, sleep.TriggerEmergency, "")
 	if err != nil {
@@ -278,21 +287,21 @@ func (e *Engine) reload(ctx context.Context, ts *turnState) error {
 }
 
 // runModel runs the model's step loop, routing each tool call.
-func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, live []character.Message, working string) error {
+func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, working string) error {
 	c := ts.c
 	system := SystemPrompt(c)
 	req := llm.Request{Task: llm.TaskTick, Tools: set.Definitions(), MaxTokens: c.MaxOutputTokens}
 	newestOnly := false
 	seenIDs := map[string]bool{}
-	for _, m := range live {
+	for _, m := range ts.live {
 		for _, tc := range m.ToolCalls.V {
 			seenIDs[tc.ID] = true
 		}
 	}
 	for step := 0; step < c.MaxSteps; {
-		history := live
+		history := ts.live
 		if newestOnly {
-			history = newestTurn(live, ts.turn)
+			history = newestTurn(ts.live, ts.turn)
 		}
 		req.Messages = assemble(system, history, working, ts.current)
 		callStart := e.deps.Clock.Now()
@@ -314,7 +323,8 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, li
 					if err := e.reload(ctx, ts); err != nil {
 						return err
 					}
-					if live, err = e.deps.Characters.LiveMessages(ctx, c.ID); err != nil {
+					var err error
+					if ts.live, err = e.liveHistory(ctx, c); err != nil {
 						return err
 					}
 				}
@@ -458,9 +468,16 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter) (*character.Character, error) {
 	c := ts.c
 	var after *character.Character
+	var masked []int64
+	current := false // the live history read at c's revision is the stored one
 	err := e.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		cs := e.deps.Characters.WithTx(tx)
 		js := e.deps.Journal.WithTx(tx)
+		rev, err := cs.HistoryRev(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		current = rev == c.State.HistoryRev
 		if err := cs.AppendMessages(ctx, c.ID, ts.current, counter, c.Masking.OffloadBytes); err != nil {
 			return err
 		}
@@ -485,8 +502,10 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 				return err
 			}
 		}
-		if c.Masking.On() {
-			if _, _, err := cs.MaskToolResults(ctx, c.ID, ts.turn-int64(c.Masking.KeepRecentTurns)+1, c.Masking.ExemptTools.V); err != nil {
+		// The held history tells whether masking has anything to do; most
+		// ticks it has not, and the query is skipped.
+		if before := ts.turn - int64(c.Masking.KeepRecentTurns) + 1; c.Masking.On() && (!current || maskable(ts.live, before, c.Masking.Exempt)) {
+			if masked, _, err = cs.MaskToolResults(ctx, c.ID, before, c.Masking.ExemptTools.V); err != nil {
 				return err
 			}
 		}
@@ -495,7 +514,6 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 		}); err != nil {
 			return err
 		}
-		var err error
 		if after, err = cs.Get(ctx, c.ID); err != nil {
 			return err
 		}
@@ -513,6 +531,13 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 	})
 	if err != nil {
 		return nil, err
+	}
+	// Written through: the next tick finds the history it leaves in memory,
+	// unless another process had written to it since this tick read it.
+	if current {
+		e.history.put(c.ID, after.State.HistoryRev, afterTurn(ts.live, ts.current, masked))
+	} else {
+		e.history.drop(c.ID)
 	}
 	return after, nil
 }
@@ -552,6 +577,10 @@ func (e *Engine) notePerceptions(ctx context.Context, cs *character.Store, js *j
 // deadlines — what players come back to hold it to.
 var commitmentRe = regexp.MustCompile(`(?i)\b(i'll|i will|i shall|i promise|promised|i swear|i owe|you owe|owes? (me|you)|deal|agreed|it's yours|by (tomorrow|tonight|dawn|dusk|noon|morning|evening|monday|tuesday|wednesday|thursday|friday|saturday|sunday|next)|come back)\b`)
 
+// quotedRe matches a double-quoted passage, or one cut off before its
+// closing quote.
+var quotedRe = regexp.MustCompile(`"[^"]*("|$)|“[^”]*(”|$)`)
+
 // noteOwnWords journals the NPC's own commitments, so they are found again
 // once compacted: the history's search reads message text, and what an NPC
 // says goes out as tool calls. (What it merely echoes of what others said
@@ -567,7 +596,9 @@ func (e *Engine) noteOwnWords(ctx context.Context, js *journal.Store, ts *turnSt
 				continue
 			}
 			text := tc.Text()
-			if !commitmentRe.MatchString(text) {
+			// What it quotes of others (closed or cut off) is not its own
+			// commitment.
+			if !commitmentRe.MatchString(quotedRe.ReplaceAllString(text, "")) {
 				continue
 			}
 			imp := max(journal.Importance("say", text), NotableImportance+1)

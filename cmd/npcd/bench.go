@@ -25,18 +25,7 @@ func benchCommand(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure npcd in-process on a temporary database (builtin model)",
 	}
-	var npcs []int
-	var ticks int
-	ticksCmd := &cobra.Command{
-		Use:   "ticks",
-		Short: "Tick throughput: ticks per second for each NPC count",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return benchTicks(cmd.Context(), stdout, npcs, ticks)
-		},
-	}
-	ticksCmd.Flags().IntSliceVar(&npcs, "npcs", []int{1, 100}, "NPC counts to measure")
-	ticksCmd.Flags().IntVar(&ticks, "ticks", 2000, "ticks per measurement")
+	ticksCmd := benchTicksCommand(stdout, stderr)
 
 	budgetCmd := &cobra.Command{
 		Use:   "budget",
@@ -91,47 +80,6 @@ func benchApp(ctx context.Context, opt appOptions) (*app, func(), error) {
 
 func benchNPC(id string) *character.Character {
 	return &character.Character{ID: id, Name: "Brom", Persona: "You are Brom, the gruff village blacksmith of Oakvale."}
-}
-
-func benchTicks(ctx context.Context, out io.Writer, counts []int, ticks int) error {
-	fmt.Fprintf(out, "tick throughput, builtin model, SQLite, %d ticks each\n", ticks)
-	for _, n := range counts {
-		a, done, err := benchApp(ctx, appOptions{})
-		if err != nil {
-			return err
-		}
-		ids := make([]string, n)
-		for i := range ids {
-			ids[i] = fmt.Sprintf("npc-%d", i)
-			if _, err := a.engine.PutNPC(ctx, benchNPC(ids[i])); err != nil {
-				done()
-				return err
-			}
-		}
-		rounds := max(1, ticks/n)
-		var elapsed time.Duration
-		total := 0
-		for r := 0; r < rounds; r++ {
-			for _, id := range ids {
-				ev := tick.EventInput{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword, %s?", r, id)}
-				if _, _, err := a.engine.PostEvents(ctx, id, []tick.EventInput{ev}); err != nil {
-					done()
-					return err
-				}
-			}
-			start := time.Now()
-			results, bad, err := a.engine.TickMany(ctx, ids)
-			elapsed += time.Since(start)
-			if err != nil || len(bad) > 0 {
-				done()
-				return fmt.Errorf("batch tick: %v %v", err, bad)
-			}
-			total += len(results)
-		}
-		fmt.Fprintf(out, "  %4d NPC(s): %6d ticks in %8s = %7.0f ticks/s\n", n, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
-		done()
-	}
-	return nil
 }
 
 // fillMessages appends n messages of plain conversation (two a turn).
@@ -209,7 +157,7 @@ func benchBudget(ctx context.Context, out io.Writer) error {
 			if err != nil {
 				return 0, err
 			}
-			_ = c.Utilization() >= c.Compaction.EmergencyThreshold
+			_ = c.OverEmergency(c.ContextTokens())
 		}
 		return time.Since(start) / n, nil
 	}

@@ -134,6 +134,14 @@ var envVars = []envVar{
 		c.IndexCacheMB = n
 		return nil
 	}},
+	{"NPCD_INSECURE_NO_AUTH", "insecure-no-auth", "1: serve without NPCD_API_TOKEN on a non-loopback address (the network is trusted)", func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not 1, 0, true or false", v)
+		}
+		c.InsecureNoAuth = b
+		return nil
+	}},
 	{"NPCD_WAL_CHECKPOINT", "", "how often SQLite's write-ahead log is checkpointed and truncated", setDur(func(c *Config) *time.Duration { return &c.WALCheckpoint })},
 }
 

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/npcd/npcd/api"
+)
+
+// benchHTTP measures ticks through the real daemon on a loopback port, in
+// the same process: concurrent clients post an event and tick one NPC each
+// (mode "npc"), or post events to every NPC and tick them in batches of
+// batchSize with POST /v1/tick (mode "batch"). Latencies are whole requests,
+// the model's time included.
+func benchHTTP(ctx context.Context, b tickBench, n int, mode string) (*tickMeasure, error) {
+	dir, err := os.MkdirTemp("", "npcd-bench-http-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cfg := defaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.DB = filepath.Join(dir, "bench.db")
+	cfg.LogLevel = "error"
+	cfg.MaxConcurrentCalls = max(cfg.MaxConcurrentCalls, b.workers)
+	sctx, stop := context.WithCancel(ctx)
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(sctx, cfg, io.Discard, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		stop()
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	defer func() {
+		stop()
+		<-done
+	}()
+	hc := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: b.workers}}
+	client := api.NewClient("http://"+addr, "", hc)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("npc-%d", i)
+		p := benchNPC(ids[i])
+		if _, _, err := client.PutNPC(ctx, ids[i], api.NPCSettings{Name: p.Name, Persona: p.Persona}); err != nil {
+			return nil, err
+		}
+	}
+	rounds := max(1, b.ticks/n)
+	var lat []time.Duration
+	var mu sync.Mutex
+	var elapsed time.Duration
+	cpu0 := cpuTime()
+	event := func(id string, r int) []api.Event {
+		return []api.Event{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword, %s?", r, id)}}
+	}
+	const batchSize = 100
+	for r := 0; r < rounds; r++ {
+		var units [][]string // what one request ticks
+		if mode == "batch" {
+			for _, id := range ids {
+				if _, err := client.PostEvents(ctx, id, event(id, r)); err != nil {
+					return nil, err
+				}
+			}
+			for i := 0; i < len(ids); i += batchSize {
+				units = append(units, ids[i:min(i+batchSize, len(ids))])
+			}
+		} else {
+			for _, id := range ids {
+				units = append(units, []string{id})
+			}
+		}
+		work := make(chan []string)
+		errc := make(chan error, 1)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for w := 0; w < min(b.workers, len(units)); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for u := range work {
+					t0 := time.Now()
+					var err error
+					if mode == "batch" {
+						var res *api.BatchTickResponse
+						if res, err = client.TickMany(ctx, u); err == nil && len(res.Errors) > 0 {
+							err = fmt.Errorf("batch tick: %s: %s", res.Errors[0].NPC, res.Errors[0].Error)
+						}
+					} else {
+						if _, err = client.PostEvents(ctx, u[0], event(u[0], r)); err == nil {
+							_, err = client.Tick(ctx, u[0])
+						}
+					}
+					d := time.Since(t0)
+					mu.Lock()
+					for range u {
+						lat = append(lat, d)
+					}
+					mu.Unlock()
+					if err != nil {
+						select {
+						case errc <- err:
+						default:
+						}
+					}
+				}
+			}()
+		}
+		for _, u := range units {
+			work <- u
+		}
+		close(work)
+		wg.Wait()
+		elapsed += time.Since(start)
+		select {
+		case err := <-errc:
+			return nil, err
+		default:
+		}
+	}
+	cpu := cpuTime() - cpu0
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return &tickMeasure{
+		NPCs: n, Ticks: len(lat), Mode: "http-" + mode, TicksPerS: float64(len(lat)) / elapsed.Seconds(),
+		P50MS: pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
+		CPUMSPerTick: float64(cpu.Microseconds()) / 1000 / float64(len(lat)),
+		PeakRSSMiB:   float64(ru.Maxrss) / 1024,
+	}, nil
+}

@@ -1,0 +1,128 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// An NPC's ranking uses its own statistics only: another NPC's long life,
+// full of the query's words, changes neither its results nor their scores.
+func TestRankingIgnoresOtherNPCs(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "a", t0)
+	var texts []string
+	for i := 0; i < 40; i++ {
+		switch i % 4 {
+		case 0:
+			texts = append(texts, fmt.Sprintf("Alice lost sword number %d at the old forge.", i))
+		case 1:
+			texts = append(texts, fmt.Sprintf("The bread at the market costs %d copper.", i))
+		case 2:
+			texts = append(texts, fmt.Sprintf("Wolves were seen %d times on the north road.", i))
+		default:
+			texts = append(texts, fmt.Sprintf("Bob the miller owes %d silver for the forge repairs.", i))
+		}
+	}
+	e.say(t, "a", t0, texts, nil)
+	query := "where did alice lose her sword at the forge"
+	top := func(r *Retriever) []Result {
+		rs, err := r.Search(ctx, "a", query, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 10 {
+			t.Fatalf("got %d results, want 10", len(rs))
+		}
+		return rs
+	}
+	kept := e.retriever(t)
+	before := top(e.retriever(t))
+	top(kept) // builds kept's index of a before b exists
+
+	e.npc(t, "b", t0)
+	var other []string
+	for i := 0; i < 10000; i++ {
+		other = append(other, fmt.Sprintf("Sword %d of the forge, sword and forge again; alice was here.", i))
+	}
+	for start := 0; start < len(other); start += 1000 {
+		e.say(t, "b", t0, other[start:start+1000], nil)
+	}
+	if _, err := e.retriever(t).Search(ctx, "b", query, 10); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*Retriever{"new retriever": e.retriever(t), "warm retriever": kept} {
+		if diff := cmp.Diff(before, top(r)); diff != "" {
+			t.Fatalf("%s: top 10 of a changed when b was added (-before +after):\n%s", name, diff)
+		}
+	}
+}
+
+func TestKeywordBM25(t *testing.T) {
+	x := newIndex("n")
+	docs := []struct {
+		kind itemKind
+		text string
+	}{
+		{kindMessage, "the sword"},                              // 0: short, one rare word
+		{kindMessage, "the sword is in the forge by the river"}, // 1: longer
+		{kindMessage, "forge forge forge"},                      // 2: common word, repeated
+		{kindMessage, "forge"},                                  // 3
+		{kindJournal, "forge fire"},                             // 4
+		{kindMessage, "Le café est fermé"},                      // 5
+		{kindMessage, "Swords and SWORDS"},                      // 6: stems, case
+	}
+	for i, d := range docs {
+		x.add(item{id: int64(i + 1), kind: d.kind}, d.text)
+	}
+	score := func(hits []kwHit, id int64) float64 {
+		for _, h := range hits {
+			if h.id == id {
+				return h.score
+			}
+		}
+		return 0
+	}
+	hits := x.keyword([]string{"sword"}, 10)
+	if s0, s1 := score(hits, 1), score(hits, 2); !(s0 > s1 && s1 > 0) {
+		t.Fatalf("a shorter row must score higher: %v vs %v", s0, s1)
+	}
+	if score(hits, 7) <= score(hits, 1) {
+		t.Fatalf("two occurrences (stemmed, any case) must beat one in a row of like length: %v", hits)
+	}
+	hits = x.keyword([]string{"sword", "forge"}, 10)
+	if score(hits, 2) <= score(hits, 4) {
+		t.Fatalf("a row with both words must beat a row with the common one: %v", hits)
+	}
+	if s3, s4 := score(hits, 3), score(hits, 4); !(s3 > 0 && s4 > 0) || score(hits, 3) <= score(hits, 2)/10 {
+		t.Fatalf("journal and message rows are ranked alike: %v", hits)
+	}
+	if hits := x.keyword([]string{"cafe", "ferme"}, 10); len(hits) != 1 || hits[0].id != 6 {
+		t.Fatalf("diacritics must be ignored on both sides: %v", hits)
+	}
+	// limit applies per kind, best first.
+	all := x.keyword([]string{"forge"}, 10)
+	hits = x.keyword([]string{"forge"}, 1)
+	if len(hits) != 2 || hits[0].kind == hits[1].kind {
+		t.Fatalf("one hit per kind expected: %v", hits)
+	}
+	for _, h := range hits {
+		for _, o := range all {
+			if o.kind == h.kind && o.score > h.score {
+				t.Fatalf("hit %v is not the best of its kind (%v)", h, o)
+			}
+		}
+	}
+	if x.keyword([]string{"unknown"}, 10) != nil || x.keyword(nil, 10) != nil {
+		t.Fatal("no term, no hit")
+	}
+	// Scores are not left behind in the scratch between searches.
+	a := x.keyword([]string{"sword"}, 10)
+	b := x.keyword([]string{"sword"}, 10)
+	if !cmp.Equal(a, b, cmp.AllowUnexported(kwHit{})) {
+		t.Fatalf("repeated search differs: %v vs %v", a, b)
+	}
+}

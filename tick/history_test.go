@@ -1,0 +1,246 @@
+package tick
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/llm"
+)
+
+// checkHeld fails unless the engine holds the NPC's live history at the
+// revision the database has, equal to the stored rows in everything a
+// prompt is made of.
+func checkHeld(t *testing.T, env *testEnv, id, when string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := env.chars.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, ok := env.eng.history.get(id, c.State.HistoryRev)
+	if !ok {
+		t.Fatalf("%s: the live history is not held at the stored revision", when)
+	}
+	stored, err := env.chars.LiveMessages(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type view struct {
+		ID           int64
+		Turn         int64
+		Summary      bool
+		Masked       bool
+		Tokens       int
+		PromptTokens int
+		Prompt       llm.Message
+	}
+	views := func(ms []character.Message) []view {
+		out := make([]view, len(ms))
+		for i := range ms {
+			m := &ms[i]
+			out[i] = view{m.ID, m.Turn, m.Summary, m.Masked, m.Tokens, m.PromptTokens(), m.Prompt()}
+		}
+		return out
+	}
+	if diff := cmp.Diff(views(stored), views(held)); diff != "" {
+		t.Fatalf("%s: held history differs from the stored one (-stored +held):\n%s", when, diff)
+	}
+	sum := 0
+	for _, m := range held {
+		if !m.Summary {
+			sum += m.PromptTokens()
+		}
+	}
+	if sum != c.State.LiveTokens {
+		t.Fatalf("%s: held history costs %d tokens, the running total says %d", when, sum, c.State.LiveTokens)
+	}
+}
+
+// A tick writes its turn through to the history it keeps in memory: after
+// ticks with tool results, masking and emergency compactions the held
+// history is exactly the stored one.
+func TestHeldHistoryMatchesTheStoredOne(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	on := true
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 2048, 192
+	c.Masking = character.MaskingSettings{Enabled: &on, KeepRecentTurns: 1}
+	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
+	if _, err := env.eng.PutNPC(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	compactions, looks := 0, 0
+	for i := 0; i < 40; i++ {
+		text := fmt.Sprintf("Round %d: take a look at this blade, Brom.", i)
+		if i%3 == 1 {
+			text = fmt.Sprintf("Round %d: the wolves came down the north road again. ", i) + strings.Repeat("They howled all night by the mill. ", 8)
+		}
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := env.eng.Tick(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Compaction != nil {
+			compactions++
+		}
+		checkHeld(t, env, "brom", fmt.Sprintf("tick %d", i))
+		looks += len(res.Awaiting)
+		for _, call := range res.Awaiting {
+			obs := strings.Repeat(fmt.Sprintf("A notched blade, round %d, with a ruby in the hilt. ", i), 12)
+			if err := env.eng.PostToolResults(ctx, "brom", []ToolResult{{CallID: call, Content: obs}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+				t.Fatal(err)
+			}
+			checkHeld(t, env, "brom", fmt.Sprintf("continuation of tick %d", i))
+		}
+	}
+	// Masking by policy still ran although the tick skips it when the held
+	// history shows nothing to mask: every older tool result is masked.
+	stored, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked := 0
+	for _, m := range live {
+		if m.Role == llm.RoleTool && m.Turn < stored.State.Turn && m.MaskTokens < m.ViewTokens {
+			if !m.Masked {
+				t.Errorf("tool result %d of turn %d (newest %d) is not masked", m.ID, m.Turn, stored.State.Turn)
+			}
+			masked++
+		}
+	}
+	if masked == 0 {
+		t.Error("no tool result old enough to mask in the live history: the check proves nothing")
+	}
+	if compactions == 0 || looks == 0 {
+		t.Fatalf("%d compactions, %d tool calls: the test does not exercise the history's rewrite", compactions, looks)
+	}
+}
+
+// Writes the tick did not make — another process appending, a clear, a
+// compaction — change the history's revision, so the next tick reads the
+// history again instead of trusting what it holds.
+func TestHeldHistoryYieldsToOtherWriters(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	tick := func(text string) {
+		t.Helper()
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick("Good morning.")
+	checkHeld(t, env, "brom", "first tick")
+
+	// Another process appends a turn directly.
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := &character.Message{Role: llm.RoleUser, Content: "[2026-11-21 10:00] bob says: \"a word from elsewhere\"", Turn: c.State.Turn + 1}
+	if err := env.chars.AppendMessages(ctx, "brom", []*character.Message{foreign}, env.eng.Counter(c.Model), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.chars.UpdateState(ctx, "brom", map[string]any{"turn": c.State.Turn + 1}); err != nil {
+		t.Fatal(err)
+	}
+	tick("Anything new?")
+	checkHeld(t, env, "brom", "after a foreign append")
+	held, _ := env.eng.history.get("brom", mustRev(t, env))
+	found := false
+	for _, m := range held {
+		found = found || m.ID == foreign.ID
+	}
+	if !found {
+		t.Fatal("the next tick did not see the message another process appended")
+	}
+
+	if _, err := env.eng.Compact(ctx, "brom", ""); err != nil {
+		t.Fatal(err)
+	}
+	tick("After the compaction.")
+	checkHeld(t, env, "brom", "after a manual compaction")
+
+	if err := env.eng.ClearContext(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	tick("After the clear.")
+	checkHeld(t, env, "brom", "after a clear")
+}
+
+func mustRev(t *testing.T, env *testEnv) int64 {
+	t.Helper()
+	c, err := env.chars.Get(context.Background(), "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.State.HistoryRev
+}
+
+func TestHistoryCacheStaysWithinBudget(t *testing.T) {
+	h := newHistoryCache(10_000)
+	msg := character.Message{Content: strings.Repeat("x", 1000)}
+	for i := 0; i < 50; i++ {
+		h.put(fmt.Sprintf("npc-%d", i), int64(i), []character.Message{msg})
+		if h.size > h.max && len(h.npcs) > 1 {
+			t.Fatalf("after %d puts: %d bytes held, budget %d", i+1, h.size, h.max)
+		}
+	}
+	if _, ok := h.get("npc-49", 49); !ok {
+		t.Fatal("the newest history was evicted")
+	}
+	if _, ok := h.get("npc-0", 0); ok {
+		t.Fatal("the oldest history survived eviction")
+	}
+	if _, ok := h.get("npc-49", 48); ok {
+		t.Fatal("a history was returned for another revision")
+	}
+	h.drop("npc-49")
+	if _, ok := h.get("npc-49", 49); ok {
+		t.Fatal("a dropped history was returned")
+	}
+}
+
+func TestMaskable(t *testing.T) {
+	exempt := func(tool string) bool { return tool == "inventory" }
+	res := func(turn int64, tool string, masked bool, view, mask int) character.Message {
+		return character.Message{Role: llm.RoleTool, Turn: turn, ToolName: tool, Masked: masked, ViewTokens: view, MaskTokens: mask}
+	}
+	tests := []struct {
+		name string
+		live []character.Message
+		want bool
+	}{
+		{"old unmasked result", []character.Message{res(1, "look", false, 100, 20)}, true},
+		{"recent result", []character.Message{res(3, "look", false, 100, 20)}, false},
+		{"already masked", []character.Message{res(1, "look", true, 100, 20)}, false},
+		{"exempt tool", []character.Message{res(1, "inventory", false, 100, 20)}, false},
+		{"placeholder not smaller", []character.Message{res(1, "say", false, 5, 20)}, false},
+		{"not a tool result", []character.Message{{Role: llm.RoleUser, Turn: 1, ViewTokens: 100}}, false},
+	}
+	for _, tc := range tests {
+		if got := maskable(tc.live, 3, exempt); got != tc.want {
+			t.Errorf("%s: maskable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
