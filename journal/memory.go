@@ -56,7 +56,7 @@ type Memory struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// TableName names the table per DESIGN: memories.
+// TableName names the table: memories.
 func (Memory) TableName() string { return "memories" }
 
 // Current reports whether the memory has not been superseded.

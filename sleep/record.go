@@ -51,5 +51,5 @@ type Record struct {
 	Metadata   store.JSON[map[string]any] `gorm:"type:text" json:"metadata"`
 }
 
-// TableName names the table per DESIGN: compactions.
+// TableName names the table: compactions.
 func (Record) TableName() string { return "compactions" }

@@ -390,7 +390,7 @@ func relationLine(rel map[string]float64) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// partOrder is the order of score-part columns: the ones DESIGN names first.
+// partOrder is the order of score-part columns: the blended signals first.
 var partOrder = []string{journal.PartKeyword, journal.PartVector, journal.PartRecency, journal.PartImportance}
 
 func (s *session) memory(ctx context.Context, args []string) error {

@@ -12,7 +12,7 @@ import (
 
 const module = "github.com/npcd/npcd"
 
-// forbidden lists, per package, what it must not import (DESIGN §1). Rules
+// forbidden lists, per package, what it must not import (docs/ARCHITECTURE.md, "Floors"). Rules
 // on npcd packages hold transitively; rules on outside modules hold for the
 // package's own imports.
 var forbidden = map[string][]string{
