@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"io"
 	"net/http"
 	"net/url"
@@ -425,7 +426,7 @@ func apiError(resp *http.Response, raw []byte) *APIError {
 		return e
 	}
 	// Not an npcd error body (a proxy's page, say): keep a little of it.
-	e.Message = strings.TrimSpace(clipText(string(raw), 200))
+	e.Message = strings.TrimSpace(text.Clip(string(raw), 200))
 	if e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"io"
 	"net/http"
 	"net/url"
@@ -72,7 +73,7 @@ func decodeError(doc []byte, err error) error {
 		if field == "" {
 			field = te.Field
 		}
-		return &requestError{Field: field, Message: fmt.Sprintf("must be %s, got %s", jsonKind(te.Type), clipText(te.Value, 40)), Err: err}
+		return &requestError{Field: field, Message: fmt.Sprintf("must be %s, got %s", jsonKind(te.Type), text.Clip(te.Value, 40)), Err: err}
 	}
 	// encoding/json reports unknown fields only as text.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
@@ -107,13 +108,6 @@ func jsonKind(t reflect.Type) string {
 		return jsonKind(t.Elem())
 	}
 	return "another type"
-}
-
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // valuePathAt returns the path of the value of doc that ends at or after
@@ -230,9 +224,9 @@ func parseQuery(r *http.Request, allowed ...string) (query, error) {
 		}
 		if !known {
 			if len(allowed) == 0 {
-				return query{}, badRequest(clipText(name, 64), "unknown query parameter; this route takes none")
+				return query{}, badRequest(text.Clip(name, 64), "unknown query parameter; this route takes none")
 			}
-			return query{}, badRequest(clipText(name, 64), "unknown query parameter; this route takes %s", strings.Join(allowed, ", "))
+			return query{}, badRequest(text.Clip(name, 64), "unknown query parameter; this route takes %s", strings.Join(allowed, ", "))
 		}
 		if len(vals) > 1 {
 			return query{}, badRequest(name, "is given more than once")

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"net/http"
 	"time"
 
@@ -38,7 +39,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		at, err := time.Parse(time.RFC3339, ev.At)
 		if err != nil {
-			return badRequest(fmt.Sprintf("events[%d].at", i), "must be an RFC 3339 time such as 2026-11-21T10:00:00Z, got %q", clipText(ev.At, 40))
+			return badRequest(fmt.Sprintf("events[%d].at", i), "must be an RFC 3339 time such as 2026-11-21T10:00:00Z, got %q", text.Clip(ev.At, 40))
 		}
 		evs[i].At = at
 	}

@@ -3,6 +3,7 @@ package character
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -119,23 +120,13 @@ func OffloadView(id int64, content string) string {
 	if len(content) <= offloadHead+offloadTail {
 		return content
 	}
-	head := truncateUTF8(content, offloadHead)
+	head := text.Truncate(content, offloadHead)
 	tail := content[len(content)-offloadTail:]
 	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
 		tail = tail[1:]
 	}
 	omitted := len(content) - len(head) - len(tail)
 	return head + fmt.Sprintf("\n…[%d bytes omitted; the full result is stored as message %d; call recall_archive with id %d to read it]…\n", omitted, id, id) + tail
-}
-
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // Counter counts prompt tokens; *llm.Counter implements it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"strings"
 	"time"
 
@@ -216,4 +217,4 @@ func (s *Store) Facts(ctx context.Context, id, entity string, current bool) ([]F
 	return fs, nil
 }
 
-func clip(s string, n int) string { return truncateUTF8(strings.TrimSpace(s), n) }
+func clip(s string, n int) string { return text.Truncate(strings.TrimSpace(s), n) }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"regexp"
 	"slices"
 	"strconv"
@@ -59,9 +60,9 @@ func describe(n *yaml.Node) string {
 	case n.Tag == "!!null":
 		return "empty"
 	case n.Tag == "!!str":
-		return fmt.Sprintf("the text %q", clip(n.Value, 40))
+		return fmt.Sprintf("the text %q", text.Clip(n.Value, 40))
 	}
-	return strconv.Quote(clip(n.Value, 40))
+	return strconv.Quote(text.Clip(n.Value, 40))
 }
 
 // object is a decoded mapping: its pairs by key, merge keys (<<) expanded.
@@ -325,14 +326,4 @@ func jsonish(v any) any {
 		return x.Format(time.RFC3339)
 	}
 	return v
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && (s[n]&0xC0) == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -3,9 +3,11 @@ package scenarios
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"math"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -167,12 +169,10 @@ func sample(items []string) string {
 			parts = append(parts, fmt.Sprintf("… and %d more", len(items)-3))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%q", clip(oneLine(it), 160)))
+		parts = append(parts, fmt.Sprintf("%q", text.Clip(text.OneLine(it), 160)))
 	}
 	return strings.Join(parts, "; ")
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func orAnything(t textTest) string {
 	if t.empty() {
@@ -330,7 +330,7 @@ func citesRef(f character.Fact, pattern string) bool {
 func describeProfile(p *character.Profile) string {
 	s := p.Name
 	if p.Description != "" {
-		s += ": " + clip(p.Description, 100)
+		s += ": " + text.Clip(p.Description, 100)
 	}
 	var fs []string
 	for _, f := range p.Facts {
@@ -470,7 +470,7 @@ func (r *runner) expectPersona() (outcome, error) {
 	want := r.sc.NPC
 	ok := c.Name == want.Name && c.Persona == want.Persona
 	return outcome{ok: ok, expected: fmt.Sprintf("name %q and the persona of the file", want.Name),
-		found: fmt.Sprintf("name %q, persona %q", c.Name, clip(c.Persona, 120))}, nil
+		found: fmt.Sprintf("name %q, persona %q", c.Name, text.Clip(c.Persona, 120))}, nil
 }
 
 func (r *runner) expectAwaiting(e *Expect) (outcome, error) {
@@ -589,7 +589,7 @@ func (r *runner) expectNoLoss() (outcome, error) {
 				problems = append(problems, fmt.Sprintf("event %q was consumed into message %d, which is gone", *ev.Ref, *ev.MessageID))
 				continue
 			}
-			if !containsString(m.EventRefs.V, *ev.Ref) {
+			if !slices.Contains(m.EventRefs.V, *ev.Ref) {
 				problems = append(problems, fmt.Sprintf("message %d does not cite event %q it consumed", m.ID, *ev.Ref))
 			}
 		}
@@ -628,13 +628,4 @@ func problemList(ps []string) string {
 		return strings.Join(ps[:5], "; ") + fmt.Sprintf("; … and %d more", len(ps)-5)
 	}
 	return strings.Join(ps, "; ")
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

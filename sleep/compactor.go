@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"sync"
 	"time"
 
@@ -336,7 +337,7 @@ func notableBeforeCompaction(span []character.Message) []*journal.Entry {
 			continue
 		}
 		if imp := journal.Importance("observation", m.Content); imp >= 7 {
-			out = append(out, extracted(journal.TypeObservation, m.ToolName+" showed: "+clip(oneLine(m.Content), 1000), imp, m))
+			out = append(out, extracted(journal.TypeObservation, m.ToolName+" showed: "+text.Clip(text.OneLine(m.Content), 1000), imp, m))
 		}
 	}
 	return out

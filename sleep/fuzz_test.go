@@ -2,6 +2,7 @@ package sleep
 
 import (
 	"context"
+	"github.com/npcd/npcd/internal/text"
 	"strings"
 	"testing"
 
@@ -30,8 +31,8 @@ func FuzzSummaryRoundTrip(f *testing.F) {
 				t.Fatalf("previous summary read back as %q, %v; want %q", got, ok, llm.Defuse(previous))
 			}
 		}
-		if got, _ := llm.BlockOf(user, llm.TagTranscript); got != oneLine(llm.Defuse(line)) {
-			t.Fatalf("transcript read back as %q; want %q", got, oneLine(llm.Defuse(line)))
+		if got, _ := llm.BlockOf(user, llm.TagTranscript); got != text.OneLine(llm.Defuse(line)) {
+			t.Fatalf("transcript read back as %q; want %q", got, text.OneLine(llm.Defuse(line)))
 		}
 		resp, err := llm.NewBuiltin().Chat(context.Background(), llm.Request{Task: llm.TaskSummarize, Messages: msgs, MaxTokens: 400})
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"strings"
 	"time"
 
@@ -69,7 +70,7 @@ Rules:
 	}
 	parts = append(parts, llm.Part{Tag: llm.TagTranscript, Body: defuseLines(transcript)})
 	if instruction != "" {
-		parts = append(parts, llm.Part{Tag: llm.TagInstruction, Body: oneLine(llm.Defuse(instruction))})
+		parts = append(parts, llm.Part{Tag: llm.TagInstruction, Body: text.OneLine(llm.Defuse(instruction))})
 	}
 	return []llm.Message{{Role: llm.RoleSystem, Content: sys.String()}, {Role: llm.RoleUser, Content: llm.Blocks(parts...)}}
 }
@@ -78,7 +79,7 @@ Rules:
 func defuseLines(lines []string) string {
 	out := make([]string, 0, len(lines))
 	for _, l := range lines {
-		if l = oneLine(llm.Defuse(l)); l != "" {
+		if l = text.OneLine(llm.Defuse(l)); l != "" {
 			out = append(out, l)
 		}
 	}
@@ -93,45 +94,33 @@ func TranscriptLine(m *character.Message) string {
 		head += " " + strings.Join(strings.Fields(llm.Defuse(m.ToolName)), "_")
 	}
 	head += fmt.Sprintf(" turn %d]", m.Turn)
-	text := oneLine(llm.Defuse(m.Content))
+	line := text.OneLine(llm.Defuse(m.Content))
 	limit := maxTranscriptLine
 	if m.Role == llm.RoleTool {
 		limit = maxToolLine
 	}
-	text = clip(text, limit)
+	line = text.Clip(line, limit)
 	var calls []string
 	for _, tc := range m.ToolCalls.V {
 		calls = append(calls, renderCall(tc))
 	}
 	if len(calls) > 0 {
-		if text != "" {
-			text += " "
+		if line != "" {
+			line += " "
 		}
-		text += strings.Join(calls, "; ")
+		line += strings.Join(calls, "; ")
 	}
-	return strings.TrimSpace(head + " " + text)
+	return strings.TrimSpace(head + " " + line)
 }
 
 func renderCall(tc character.ToolCall) string {
 	// The NPC's own calls echo what players told it: defused like them.
-	name := oneLine(llm.Defuse(tc.Name))
-	// say/emote carry one text field: show it plainly.
+	name := text.OneLine(llm.Defuse(tc.Name))
+	// say/emote carry one line field: show it plainly.
 	if t := tc.Text(); t != "" {
-		return fmt.Sprintf("%s: %q", name, clip(oneLine(llm.Defuse(t)), 300))
+		return fmt.Sprintf("%s: %q", name, text.Clip(text.OneLine(llm.Defuse(t)), 300))
 	}
-	return fmt.Sprintf("%s(%s)", name, clip(oneLine(llm.Defuse(tc.Args)), 200))
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && (s[n]&0xC0) == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return fmt.Sprintf("%s(%s)", name, text.Clip(text.OneLine(llm.Defuse(tc.Args)), 200))
 }
 
 // Summary is a summary text and who wrote it.
@@ -212,7 +201,7 @@ func pinnedLines(entries []journal.Entry) []string {
 		if e.Type == journal.TypeContextSynthesis {
 			continue
 		}
-		out = append(out, fmt.Sprintf("- (importance %d, %s) %s", e.Importance, e.GameTime.UTC().Format("2006-01-02"), clip(oneLine(llm.Defuse(e.Content)), 400)))
+		out = append(out, fmt.Sprintf("- (importance %d, %s) %s", e.Importance, e.GameTime.UTC().Format("2006-01-02"), text.Clip(text.OneLine(llm.Defuse(e.Content)), 400)))
 	}
 	return out
 }
@@ -283,7 +272,7 @@ func describeFailure(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "model error: timeout"
 	}
-	return clip(err.Error(), 200)
+	return text.Clip(err.Error(), 200)
 }
 
 func modelName(ch *character.Character) string {

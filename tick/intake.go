@@ -3,6 +3,7 @@ package tick
 import (
 	"context"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"strings"
 	"sync"
 	"time"
@@ -103,11 +104,11 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 			return 0, 0, &InputError{Field: f + ".text", Message: "an event needs a text or an actor"}
 		}
 		for _, n := range []struct{ field, value string }{{".kind", kind}, {".actor", ev.Actor}, {".target", ev.Target}, {".room", ev.Room}} {
-			if err := checkName(f+n.field, oneLine(n.value)); err != nil {
+			if err := checkName(f+n.field, text.OneLine(n.value)); err != nil {
 				return 0, 0, err
 			}
 		}
-		evs[i] = character.Event{Kind: kind, Actor: oneLine(ev.Actor), Target: oneLine(ev.Target), Text: ev.Text, Room: oneLine(ev.Room), At: ev.At}
+		evs[i] = character.Event{Kind: kind, Actor: text.OneLine(ev.Actor), Target: text.OneLine(ev.Target), Text: ev.Text, Room: text.OneLine(ev.Room), At: ev.At}
 		if ev.ID != "" {
 			ref := ev.ID
 			evs[i].Ref = &ref

@@ -3,6 +3,7 @@ package tick
 import (
 	"context"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"sort"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ func formatEvents(evs []character.Event, self string) string {
 		}
 		fmt.Fprintf(&b, "[%s] %s", e.At.UTC().Format("2006-01-02 15:04"), describeEvent(e, self))
 		if e.Room != "" && e.Room != room {
-			fmt.Fprintf(&b, " (in %s)", oneLine(llm.Defuse(e.Room)))
+			fmt.Fprintf(&b, " (in %s)", text.OneLine(llm.Defuse(e.Room)))
 			room = e.Room
 		}
 	}
@@ -64,15 +65,15 @@ func (e *Engine) perceived(evs []character.Event, self string) string {
 }
 
 func describeEvent(e character.Event, self string) string {
-	actor := oneLine(llm.Defuse(e.Actor))
+	actor := text.OneLine(llm.Defuse(e.Actor))
 	if actor == "" {
 		actor = "someone"
 	}
-	// One line per event: a line break in a player's text would otherwise
+	// One line per event: a line break in a player's said would otherwise
 	// start a line the model reads as another perceived event, from anyone
 	// the player cares to name.
-	text := oneLine(llm.Defuse(e.Text))
-	target := oneLine(llm.Defuse(e.Target))
+	said := text.OneLine(llm.Defuse(e.Text))
+	target := text.OneLine(llm.Defuse(e.Target))
 	if target == "" || strings.EqualFold(target, self) {
 		target = "you"
 	}
@@ -80,31 +81,31 @@ func describeEvent(e character.Event, self string) string {
 		// The NPC's own act, as the game told it (intake refuses an actor
 		// naming the NPC otherwise): in the second person, never as a
 		// speaker the model could take for someone else or for its reply.
-		return describeOwnAct(e.Kind, text, target)
+		return describeOwnAct(e.Kind, said, target)
 	}
 	switch strings.ToLower(e.Kind) {
 	case "say":
-		return fmt.Sprintf("%s says: %q", actor, text)
+		return fmt.Sprintf("%s says: %q", actor, said)
 	case "whisper", "tell":
-		return fmt.Sprintf("%s whispers to %s: %q", actor, target, text)
+		return fmt.Sprintf("%s whispers to %s: %q", actor, target, said)
 	case "shout", "yell":
-		return fmt.Sprintf("%s shouts: %q", actor, text)
+		return fmt.Sprintf("%s shouts: %q", actor, said)
 	case "emote":
-		return fmt.Sprintf("%s %s", actor, text)
+		return fmt.Sprintf("%s %s", actor, said)
 	case "arrive", "enter":
-		return joinText(actor+" arrives", text)
+		return joinText(actor+" arrives", said)
 	case "leave", "exit":
-		return joinText(actor+" leaves", text)
+		return joinText(actor+" leaves", said)
 	case "give":
-		return joinText(fmt.Sprintf("%s gives %s", actor, target), text)
+		return joinText(fmt.Sprintf("%s gives %s", actor, target), said)
 	case "attack":
-		return joinText(fmt.Sprintf("%s attacks %s", actor, target), text)
+		return joinText(fmt.Sprintf("%s attacks %s", actor, target), said)
 	case "system", "narration", "":
 		if e.Actor == "" {
-			return "(" + text + ")"
+			return "(" + said + ")"
 		}
 	}
-	return joinText(fmt.Sprintf("%s [%s]", actor, e.Kind), text)
+	return joinText(fmt.Sprintf("%s [%s]", actor, e.Kind), said)
 }
 
 func describeOwnAct(kind, text, target string) string {
@@ -157,7 +158,7 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			return "", err
 		}
 		for _, p := range ps {
-			present = append(present, oneLine(llm.Defuse(profileLine(p))))
+			present = append(present, text.OneLine(llm.Defuse(profileLine(p))))
 		}
 	}
 	if e.cfg.RecallK > 0 {
@@ -174,7 +175,7 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			if r.Kind == "message" && allIn(r.Sources.MessageIDs, live) {
 				continue // already in the live context
 			}
-			recalled = append(recalled, fmt.Sprintf("- [%s] %s", r.GameTime.UTC().Format("2006-01-02"), truncate(oneLine(llm.Defuse(r.Content)), 400)))
+			recalled = append(recalled, fmt.Sprintf("- [%s] %s", r.GameTime.UTC().Format("2006-01-02"), truncate(text.OneLine(llm.Defuse(r.Content)), 400)))
 			if len(recalled) == e.cfg.RecallK {
 				break
 			}
@@ -221,12 +222,12 @@ func profileLine(p character.Profile) string {
 		fmt.Fprintf(&b, " (%s)", p.Kind)
 	}
 	if p.Description != "" {
-		fmt.Fprintf(&b, ": %s", truncate(oneLine(p.Description), 300))
+		fmt.Fprintf(&b, ": %s", truncate(text.OneLine(p.Description), 300))
 	}
 	if len(p.Facts) > 0 {
 		var fs []string
 		for _, f := range p.Facts {
-			fs = append(fs, truncate(oneLine(f.Content), 200))
+			fs = append(fs, truncate(text.OneLine(f.Content), 200))
 		}
 		fmt.Fprintf(&b, ". Known: %s", strings.Join(fs, "; "))
 	}
@@ -259,8 +260,6 @@ func allIn(ids []int64, set map[int64]bool) bool {
 	}
 	return true
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

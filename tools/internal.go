@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -160,7 +161,7 @@ func (in *Internals) profileUpdate(c Call) Result {
 		u.RelationshipDelta = map[string]float64{}
 		for k, v := range rel {
 			if f, ok := v.(float64); ok {
-				u.RelationshipDelta[clip(k, 32)] = f
+				u.RelationshipDelta[text.Clip(k, 32)] = f
 			}
 		}
 	}
@@ -204,7 +205,7 @@ func (in *Internals) memorySearch(ctx context.Context, c Call) (Result, error) {
 	}
 	var b strings.Builder
 	for _, r := range rs {
-		fmt.Fprintf(&b, "- [%s %d, %s] %s\n", r.Kind, r.ID, r.GameTime.Format("2006-01-02"), clip(oneLine(r.Content), 600))
+		fmt.Fprintf(&b, "- [%s %d, %s] %s\n", r.Kind, r.ID, r.GameTime.Format("2006-01-02"), text.Clip(text.OneLine(r.Content), 600))
 	}
 	return Result{Content: strings.TrimRight(b.String(), "\n")}, nil
 }
@@ -247,5 +248,3 @@ func (in *Internals) recallArchive(ctx context.Context, c Call) (Result, error) 
 	}
 	return Result{Content: header + chunk}, nil
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

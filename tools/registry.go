@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -166,7 +166,7 @@ func (s *Set) Validate(name, args string) (map[string]any, error) {
 	t, ok := s.byName[name]
 	if !ok {
 		return nil, &CallError{Tool: name, Err: ErrUnknownTool,
-			Reason: fmt.Sprintf("error: there is no tool %q; available tools: %s", clip(name, 64), strings.Join(s.Names(), ", "))}
+			Reason: fmt.Sprintf("error: there is no tool %q; available tools: %s", text.Clip(name, 64), strings.Join(s.Names(), ", "))}
 	}
 	if len(args) > MaxArgsBytes {
 		return nil, &CallError{Tool: name, Err: ErrInvalidArgs, Reason: fmt.Sprintf("error: arguments of %s are longer than %d bytes", name, MaxArgsBytes)}
@@ -214,17 +214,5 @@ func schemaMessage(err error) string {
 			return strings.Join(parts, "; ")
 		}
 	}
-	return clip(err.Error(), 500)
-}
-
-// clip cuts s to at most n bytes on a rune boundary: its output goes to
-// the model, and a split rune would reach it as garbage.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return text.Clip(err.Error(), 500)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"image/png"
 	"io"
 	"os"
@@ -98,7 +99,7 @@ func decodeOutput(t *testing.T, out string, v any) {
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		t.Fatalf("output is not the view's JSON: %v\n%s", err, clip(out, 400))
+		t.Fatalf("output is not the view's JSON: %v\n%s", err, text.ClipRunes(out, 400))
 	}
 }
 

@@ -4,15 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jedib0t/go-pretty/v6/table"
-	"github.com/jedib0t/go-pretty/v6/text"
+	ptext "github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/npcd/npcd/api"
 	"github.com/npcd/npcd/character"
@@ -187,7 +187,7 @@ func turnNote(turn int64) string {
 // begins (archived messages) and the summary marked as such.
 func (s *session) messageTable(ms []api.Message, recs map[int64]*sleep.Record) {
 	t := s.table("id", "turn", "tick", "role", "tokens", "content")
-	t.SetColumnConfigs([]table.ColumnConfig{{Number: 2, Align: text.AlignRight}, {Number: 3, Align: text.AlignRight}, {Number: 5, Align: text.AlignRight}})
+	t.SetColumnConfigs([]table.ColumnConfig{{Number: 2, Align: ptext.AlignRight}, {Number: 3, Align: ptext.AlignRight}, {Number: 5, Align: ptext.AlignRight}})
 	width := s.rest(52)
 	var group int64 = -1
 	for _, m := range ms {
@@ -198,7 +198,7 @@ func (s *session) messageTable(ms []api.Message, recs map[int64]*sleep.Record) {
 		if g != group {
 			switch {
 			case g > 0:
-				t.AppendRow(table.Row{"", "", "", "", "", clip(boundary(g, recs[g]), width)})
+				t.AppendRow(table.Row{"", "", "", "", "", text.ClipRunes(boundary(g, recs[g]), width)})
 			case group > 0:
 				t.AppendRow(table.Row{"", "", "", "", "", "── live ──"})
 			}
@@ -213,7 +213,7 @@ func (s *session) messageTable(ms []api.Message, recs map[int64]*sleep.Record) {
 		case m.Offloaded:
 			role += " ✂offloaded"
 		}
-		t.AppendRow(table.Row{"m:" + strconv.FormatInt(m.ID, 10), m.Turn, m.Tick, role, m.Tokens, clip(messageLine(&m, recs), width)})
+		t.AppendRow(table.Row{"m:" + strconv.FormatInt(m.ID, 10), m.Turn, m.Tick, role, m.Tokens, text.ClipRunes(messageLine(&m, recs), width)})
 	}
 	t.Render()
 }
@@ -238,11 +238,11 @@ func messageLine(m *api.Message, recs map[int64]*sleep.Record) string {
 				line += " (" + r.Trigger + ")"
 			}
 		}
-		return line + ": " + oneLine(summaryText(m.Content))
+		return line + ": " + text.OneLine(summaryText(m.Content))
 	}
 	var parts []string
 	if strings.TrimSpace(m.Content) != "" {
-		parts = append(parts, oneLine(m.Content))
+		parts = append(parts, text.OneLine(m.Content))
 	}
 	for _, tc := range m.ToolCalls {
 		parts = append(parts, callLine(tc))
@@ -257,14 +257,14 @@ func messageLine(m *api.Message, recs map[int64]*sleep.Record) string {
 func callLine(tc api.ToolCall) string {
 	var args map[string]any
 	if json.Unmarshal(tc.Args, &args) == nil {
-		if text, ok := args["text"].(string); ok && len(args) == 1 {
-			return fmt.Sprintf("%s: %s", tc.Name, oneLine(text))
+		if said, ok := args["text"].(string); ok && len(args) == 1 {
+			return fmt.Sprintf("%s: %s", tc.Name, text.OneLine(said))
 		}
 		if len(args) == 0 {
 			return tc.Name + "()"
 		}
 	}
-	return tc.Name + " " + oneLine(string(tc.Args))
+	return tc.Name + " " + text.OneLine(string(tc.Args))
 }
 
 func (s *session) journal(ctx context.Context, _ []string) error {
@@ -291,7 +291,7 @@ func (s *session) journal(ctx context.Context, _ []string) error {
 			cons = when(*e.ConsolidatedAt)
 		}
 		t.AppendRow(table.Row{"j:" + strconv.FormatInt(e.ID, 10), e.Type, e.Importance, when(e.GameTime), cons,
-			clip(oneLine(e.Content), width), clip(sourcesLine(e.Sources.V), 24)})
+			text.ClipRunes(text.OneLine(e.Content), width), text.ClipRunes(sourcesLine(e.Sources.V), 24)})
 	}
 	t.Render()
 	fmt.Fprintf(s.out, "%d %s, j:%d–j:%d, oldest first.", len(page.Entries), kind, page.Entries[0].ID, page.Entries[len(page.Entries)-1].ID)
@@ -343,7 +343,7 @@ func (s *session) profiles(ctx context.Context, _ []string) error {
 			if desc == "" {
 				desc = "(no beliefs yet)"
 			}
-			t.AppendRow(table.Row{who, seen, clip(oneLine(desc), width), "", ""})
+			t.AppendRow(table.Row{who, seen, text.ClipRunes(text.OneLine(desc), width), "", ""})
 			continue
 		}
 		for i, f := range p.Facts {
@@ -361,11 +361,11 @@ func (s *session) profiles(ctx context.Context, _ []string) error {
 			if f.Key != "" {
 				belief += "[" + f.Key + "] "
 			}
-			belief += oneLine(f.Content)
+			belief += text.OneLine(f.Content)
 			if i > 0 {
 				who, seen = "", ""
 			}
-			t.AppendRow(table.Row{who, seen, clip(belief, width), day(f.ValidFrom), status})
+			t.AppendRow(table.Row{who, seen, text.ClipRunes(belief, width), day(f.ValidFrom), status})
 		}
 		t.AppendSeparator()
 	}
@@ -442,7 +442,7 @@ func (s *session) memory(ctx context.Context, args []string) error {
 			}
 		}
 		src := character.Sources{JournalIDs: r.Sources.JournalIDs, MessageIDs: r.Sources.MessageIDs, EventRefs: r.Sources.EventRefs}
-		row = append(row, clip(oneLine(r.Content), width), clip(sourcesLine(src), 26))
+		row = append(row, text.ClipRunes(text.OneLine(r.Content), width), text.ClipRunes(sourcesLine(src), 26))
 		t.AppendRow(row)
 	}
 	t.Render()
@@ -468,7 +468,7 @@ func (s *session) compactions(ctx context.Context, _ []string) error {
 		counts[r.Trigger]++
 		by := r.Summarizer
 		if r.FallbackReason != "" {
-			by += " (" + clip(r.FallbackReason, 30) + ")"
+			by += " (" + text.ClipRunes(r.FallbackReason, 30) + ")"
 		}
 		summary := ""
 		if r.SummaryMessageID > 0 {
@@ -518,14 +518,14 @@ func (s *session) diff(ctx context.Context, args []string) error {
 		if m.Summary {
 			role = "summary"
 		}
-		t.AppendRow(table.Row{"m:" + strconv.FormatInt(m.ID, 10), role, clip(messageLine(&m, nil), width)})
+		t.AppendRow(table.Row{"m:" + strconv.FormatInt(m.ID, 10), role, text.ClipRunes(messageLine(&m, nil), width)})
 	}
 	t.Render()
 	fmt.Fprintf(w, "\nLOST (%d): in the replaced messages, but in neither the summary nor any memory, journal entry, profile or the persona\n", len(d.Lost))
 	if len(d.Lost) > 0 {
 		t := s.table("detail", "kind", "in messages")
 		for _, c := range d.Lost {
-			t.AppendRow(table.Row{c.Text, c.Kind, clip(refs("m:", c.MessageIDs), s.rest(40))})
+			t.AppendRow(table.Row{c.Text, c.Kind, text.ClipRunes(refs("m:", c.MessageIDs), s.rest(40))})
 		}
 		t.Render()
 	} else {
@@ -821,17 +821,6 @@ func countsByKey(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%d %s", m[k], k)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// clip cuts s to n runes with an ellipsis.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:max(0, n-1)]) + "…"
 }
 
 func metaInt(meta map[string]any, key string) (int64, bool) {

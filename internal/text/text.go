@@ -1,0 +1,49 @@
+package text
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Ellipsis marks where Clip and ClipRunes cut a text.
+const Ellipsis = "…"
+
+// Truncate returns the longest prefix of s of at most n bytes that ends on
+// a character boundary. It adds nothing, so stored text stays within n.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Clip returns s, or its first n bytes (cut on a character boundary)
+// followed by Ellipsis when s is longer: for messages and prompts, where
+// the reader must see that something was left out.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return Truncate(s, n) + Ellipsis
+}
+
+// ClipRunes returns s, or its first n-1 characters followed by Ellipsis
+// when s has more than n characters, so the result is n characters wide:
+// for table cells.
+func ClipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(0, n-1)]) + Ellipsis
+}
+
+// OneLine folds every run of white space in s, line breaks included, into
+// one space and trims both ends.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,64 @@
+package text
+
+import (
+	"testing"
+	"unicode/utf8"
+)
+
+func TestTruncateAndClip(t *testing.T) {
+	for _, tt := range []struct {
+		in        string
+		n         int
+		trunc, cl string
+	}{
+		{"hello", 10, "hello", "hello"},
+		{"hello", 5, "hello", "hello"},
+		{"hello", 3, "hel", "hel…"},
+		{"héllo", 2, "h", "h…"}, // é is two bytes: never cut in half
+		{"日本語", 4, "日", "日…"},
+		{"abc", 0, "", "…"},
+	} {
+		if got := Truncate(tt.in, tt.n); got != tt.trunc || !utf8.ValidString(got) {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.trunc)
+		}
+		if got := Clip(tt.in, tt.n); got != tt.cl || !utf8.ValidString(got) {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.cl)
+		}
+	}
+}
+
+func TestClipRunes(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"hello", 5, "hello"},
+		{"hello!", 5, "hell…"},
+		{"日本語です", 3, "日本…"},
+	} {
+		if got := ClipRunes(tt.in, tt.n); got != tt.want {
+			t.Errorf("ClipRunes(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	if got := OneLine("  a\n b\t\tc \r\n"); got != "a b c" {
+		t.Errorf("OneLine = %q", got)
+	}
+}
+
+func FuzzClip(f *testing.F) {
+	f.Add("héllo wörld", 3)
+	f.Add("日本語", 1)
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		if n < 0 || n > 1<<16 || !utf8.ValidString(s) {
+			return
+		}
+		got := Truncate(s, n)
+		if len(got) > n || !utf8.ValidString(got) || got != s[:len(got)] {
+			t.Fatalf("Truncate(%q, %d) = %q", s, n, got)
+		}
+	})
+}
