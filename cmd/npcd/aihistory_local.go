@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/npcd/npcd/internal/schema"
 	"io"
 	"net/http"
 	"strconv"
@@ -23,7 +24,7 @@ func schemaCurrent(ctx context.Context, db *gorm.DB) error {
 	}
 	latest := map[string]int{}
 	var order []string
-	for _, m := range migrations() {
+	for _, m := range schema.Migrations() {
 		if _, ok := latest[m.Component]; !ok {
 			order = append(order, m.Component)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/internal/schema"
 	"os"
 	"strings"
 	"time"
@@ -40,15 +41,6 @@ type app struct {
 	metrics   *api.Metrics
 	server    *api.Server
 	readOnly  bool
-}
-
-// migrations is the whole schema, in dependency order.
-func migrations() []store.Migration {
-	var m []store.Migration
-	m = append(m, character.Migrations()...)
-	m = append(m, journal.Migrations()...)
-	m = append(m, sleep.Migrations()...)
-	return m
 }
 
 // appOptions adjust the wiring for commands other than serve.
@@ -90,7 +82,7 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 		if err := schemaCurrent(ctx, a.db); err != nil {
 			return err
 		}
-	} else if err := store.Migrate(ctx, a.db, migrations()); err != nil {
+	} else if err := store.Migrate(ctx, a.db, schema.Migrations()); err != nil {
 		return err
 	}
 	a.chars = character.NewStore(a.db)

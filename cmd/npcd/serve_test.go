@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/npcd/npcd/api"
-	"github.com/npcd/npcd/internal/testdb"
-	"github.com/npcd/npcd/store"
 )
 
 // startDaemon runs serve on a free port with a database in dir and returns
@@ -103,20 +100,6 @@ func TestWalkthroughAndRestart(t *testing.T) {
 	acc, err = client.PostEvents(ctx, "brom", []api.Event{{ID: "evt-1", Kind: "say", Actor: "alice", Text: "I lost my sword at the forge."}})
 	if err != nil || acc.Duplicates != 1 {
 		t.Fatalf("repeated event after restart: %+v %v", acc, err)
-	}
-}
-
-// The tests' database (internal/testdb) must have the daemon's schema.
-func TestTestDatabaseHasTheDaemonsSchema(t *testing.T) {
-	key := func(ms []store.Migration) []string {
-		var out []string
-		for _, m := range ms {
-			out = append(out, fmt.Sprintf("%s v%d", m.Component, m.Version))
-		}
-		return out
-	}
-	if diff := cmp.Diff(key(migrations()), key(testdb.Migrations())); diff != "" {
-		t.Fatalf("schema (-daemon +tests):\n%s", diff)
 	}
 }
 
