@@ -793,8 +793,6 @@ func expectKinds() []string {
 	return ks
 }
 
-var triggers = []string{sleep.TriggerSleep, sleep.TriggerEmergency, sleep.TriggerManual, sleep.TriggerOverflow, sleep.TriggerClear}
-
 func (l *loader) expects(n *yaml.Node, field string, sc scope) []Expect {
 	items, ok := l.list(n, field)
 	if !ok {
@@ -875,8 +873,8 @@ func (l *loader) expectFields(e *Expect, o *object, sc scope) {
 		}
 	}
 	if v, fv, ok := o.get("trigger"); ok {
-		if e.Trigger, ok = l.word(v, fv); ok && !slices.Contains(triggers, e.Trigger) {
-			l.errorf(resolve(v), fv, "%q is not a compaction trigger (%s)", e.Trigger, strings.Join(triggers, ", "))
+		if e.Trigger, ok = l.word(v, fv); ok && !slices.Contains(sleep.Triggers, e.Trigger) {
+			l.errorf(resolve(v), fv, "%q is not a compaction trigger (%s)", e.Trigger, strings.Join(sleep.Triggers, ", "))
 		}
 	}
 	if v, fv, ok := o.get("source"); ok {

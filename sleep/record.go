@@ -15,6 +15,10 @@ const (
 	TriggerClear     = "clear"
 )
 
+// Triggers lists every compaction trigger, the commonest first: the order
+// reports and charts show them in.
+var Triggers = []string{TriggerEmergency, TriggerSleep, TriggerManual, TriggerOverflow, TriggerClear}
+
 // Summarizers: who wrote a compaction's summary.
 const (
 	SummarizerLLM      = "llm"

@@ -44,8 +44,6 @@ var triggerStyles = map[string]triggerStyle{
 	sleep.TriggerClear:     {'C', color.RGBA{0x7f, 0x7f, 0x7f, 0xff}},
 }
 
-var triggerOrder = []string{sleep.TriggerEmergency, sleep.TriggerSleep, sleep.TriggerManual, sleep.TriggerOverflow, sleep.TriggerClear}
-
 func styleOf(trigger string) triggerStyle {
 	if s, ok := triggerStyles[trigger]; ok {
 		return s
@@ -258,7 +256,7 @@ func chartText(w io.Writer, tl *api.TimelineResponse, width, height, cols int) {
 	firstTick, lastTick := fmt.Sprint(tl.Points[0].Tick), fmt.Sprint(tl.Points[len(tl.Points)-1].Tick)
 	fmt.Fprintf(w, "%5s  tick %s%s%s\n", "", firstTick, strings.Repeat(" ", max(1, width-len(firstTick)-len(lastTick)-5)), lastTick)
 	var legend []string
-	for _, t := range triggerOrder {
+	for _, t := range sleep.Triggers {
 		if counts[t] > 0 {
 			legend = append(legend, fmt.Sprintf("%c %s ×%d", styleOf(t).letter, t, counts[t]))
 		}
@@ -327,7 +325,7 @@ func legendItems(tl *api.TimelineResponse) []string {
 		counts[m.Trigger]++
 	}
 	var out []string
-	for _, t := range triggerOrder {
+	for _, t := range sleep.Triggers {
 		if counts[t] > 0 {
 			out = append(out, t)
 		}

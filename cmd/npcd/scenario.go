@@ -307,7 +307,7 @@ func printScenarioReport(w io.Writer, rep *scenarios.Report) {
 
 func compactionCounts(m map[string]int) string {
 	var parts []string
-	for _, t := range []string{sleep.TriggerEmergency, sleep.TriggerSleep, sleep.TriggerManual, sleep.TriggerOverflow, sleep.TriggerClear} {
+	for _, t := range sleep.Triggers {
 		if m[t] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", m[t], t))
 		}
