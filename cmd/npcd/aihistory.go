@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/aihistory"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -17,75 +18,15 @@ import (
 	"github.com/npcd/npcd/api"
 )
 
-// aihistoryOptions are the flags of npcd aihistory.
+// aihistoryOptions are the flags of npcd aihistory: where to read, and the
+// views' own.
 type aihistoryOptions struct {
-	target   target
-	asJSON   bool
-	limit    int
-	before   int64
-	archived bool
-	all      bool
-	turn     int64
-	typ      string
-	k        int
-	out      string
-	from, to int64
-	width    int
-	height   int
-}
-
-// aihView is one view of npcd aihistory: its arguments, the flags it takes
-// besides the common ones, and how it runs. Each view reads one API route
-// through the client and renders it.
-type aihView struct {
-	name    string
-	args    string // usage of its arguments
-	short   string
-	minArgs int
-	maxArgs int // -1: any number
-	flags   []string
-	run     func(s *session, ctx context.Context, args []string) error
-}
-
-// session is one run of npcd aihistory.
-type session struct {
-	client *api.Client
-	npc    string
-	view   string
-	args   []string
-	out    io.Writer
-	opt    *aihistoryOptions
-	cols   int  // terminal width
-	fromDB bool // reading a database file, not a daemon
-	// given are the flags on the command line, in order, for the hint
-	// that repeats the command for the next page.
-	given []*pflag.Flag
+	target target
+	aihistory.Options
 }
 
 // commonFlags apply to every view.
 var commonFlags = map[string]bool{"server": true, "db": true, "json": true}
-
-func aihistoryViews() []aihView {
-	return []aihView{
-		{name: "overview", short: "context utilization, compactions, the current summary, next sleep (the default)", run: (*session).overview},
-		{name: "history", short: "live messages with roles, masked markers and compaction boundaries",
-			flags: []string{"limit", "before", "archived", "all", "turn"}, run: (*session).history},
-		{name: "journal", short: "journal entries", flags: []string{"limit", "before", "type"}, run: (*session).journal},
-		{name: "profiles", short: "what the NPC believes about each entity, superseded beliefs included", run: (*session).profiles},
-		{name: "memory", args: "QUERY...", short: "what a memory search recalls, with score parts and sources", minArgs: 1, maxArgs: -1,
-			flags: []string{"k"}, run: (*session).memory},
-		{name: "compactions", short: "every compaction: trigger, tokens before and after, span, summary",
-			flags: []string{"limit", "before"}, run: (*session).compactions},
-		{name: "diff", args: "ID", short: "a compaction's summary next to what it replaced, and what was lost", minArgs: 1, maxArgs: 1,
-			run: (*session).diff},
-		{name: "show", args: "REF", short: "one message (m:ID or ID), journal entry (j:ID) or memory (mem:ID) in full", minArgs: 1, maxArgs: 1,
-			run: (*session).show},
-		{name: "as-of", args: "TICK", short: "the live context and summary as they were at the end of a tick", minArgs: 1, maxArgs: 1,
-			run: (*session).asOf},
-		{name: "timeline", short: "context utilization over ticks with compaction markers; --out FILE.png|.svg draws it",
-			flags: []string{"out", "from", "to", "limit", "width", "height"}, run: (*session).timeline},
-	}
-}
 
 func aihistoryLong() string {
 	var b strings.Builder
@@ -98,12 +39,12 @@ footer says how to get the next page.
 
 Views:
 `)
-	for _, v := range aihistoryViews() {
-		name := v.name
-		if v.args != "" {
-			name += " " + v.args
+	for _, v := range aihistory.Views() {
+		name := v.Name
+		if v.Args != "" {
+			name += " " + v.Args
 		}
-		fmt.Fprintf(&b, "  %-16s %s\n", name, v.short)
+		fmt.Fprintf(&b, "  %-16s %s\n", name, v.Short)
 	}
 	b.WriteString(`
 Examples:
@@ -131,19 +72,19 @@ func aihistoryCommand(stdout io.Writer, getenv func(string) string) *cobra.Comma
 	}
 	o.target.flags(cmd, getenv)
 	f := cmd.Flags()
-	f.BoolVar(&o.asJSON, "json", false, "print the API's JSON response")
-	f.IntVar(&o.limit, "limit", 0, "rows per page (history, journal: default 100; compactions: all); ticks (timeline)")
-	f.Int64Var(&o.before, "before", 0, "only rows with an id below this: the next page (history, journal, compactions)")
-	f.BoolVar(&o.archived, "archived", false, "history: archived messages instead of live ones")
-	f.BoolVar(&o.all, "all", false, "history: live and archived messages")
-	f.Int64Var(&o.turn, "turn", 0, "history: only this turn (live and archived)")
-	f.StringVar(&o.typ, "type", "", "journal: only this type (observation, conversation, reflection, note, fact, context_synthesis)")
-	f.IntVarP(&o.k, "k", "k", api.DefaultMemoryK, "memory: how many results")
-	f.StringVar(&o.out, "out", "", "timeline: draw the chart into this .png or .svg file")
-	f.Int64Var(&o.from, "from", 0, "timeline: first tick")
-	f.Int64Var(&o.to, "to", 0, "timeline: last tick")
-	f.IntVar(&o.width, "width", 0, "timeline: picture width in pixels (default 1400, up to 2400 for long runs), or chart columns in the terminal")
-	f.IntVar(&o.height, "height", 0, "timeline: picture height in pixels (default 500), or chart rows in the terminal")
+	f.BoolVar(&o.JSON, "json", false, "print the API's JSON response")
+	f.IntVar(&o.Limit, "limit", 0, "rows per page (history, journal: default 100; compactions: all); ticks (timeline)")
+	f.Int64Var(&o.Before, "before", 0, "only rows with an id below this: the next page (history, journal, compactions)")
+	f.BoolVar(&o.Archived, "archived", false, "history: archived messages instead of live ones")
+	f.BoolVar(&o.All, "all", false, "history: live and archived messages")
+	f.Int64Var(&o.Turn, "turn", 0, "history: only this turn (live and archived)")
+	f.StringVar(&o.Type, "type", "", "journal: only this type (observation, conversation, reflection, note, fact, context_synthesis)")
+	f.IntVarP(&o.K, "k", "k", api.DefaultMemoryK, "memory: how many results")
+	f.StringVar(&o.Out, "out", "", "timeline: draw the chart into this .png or .svg file")
+	f.Int64Var(&o.From, "from", 0, "timeline: first tick")
+	f.Int64Var(&o.To, "to", 0, "timeline: last tick")
+	f.IntVar(&o.Width, "width", 0, "timeline: picture width in pixels (default 1400, up to 2400 for long runs), or chart columns in the terminal")
+	f.IntVar(&o.Height, "height", 0, "timeline: picture height in pixels (default 500), or chart rows in the terminal")
 	return cmd
 }
 
@@ -152,12 +93,12 @@ func runAIHistory(cmd *cobra.Command, stdout io.Writer, getenv func(string) stri
 	if len(rest) > 0 {
 		name, rest = rest[0], rest[1:]
 	}
-	var v *aihView
-	views := aihistoryViews()
+	var v *aihistory.View
+	views := aihistory.Views()
 	var names []string
 	for i := range views {
-		names = append(names, views[i].name)
-		if views[i].name == name {
+		names = append(names, views[i].Name)
+		if views[i].Name == name {
 			v = &views[i]
 		}
 	}
@@ -165,29 +106,30 @@ func runAIHistory(cmd *cobra.Command, stdout io.Writer, getenv func(string) stri
 		return fmt.Errorf("aihistory: unknown view %q; views: %s", name, strings.Join(names, ", "))
 	}
 	switch {
-	case len(rest) < v.minArgs:
-		return fmt.Errorf("aihistory %s: needs %s", v.name, v.args)
-	case v.maxArgs == 0 && len(rest) > 0:
-		return fmt.Errorf("aihistory %s takes no arguments, got %q", v.name, strings.Join(rest, " "))
-	case v.maxArgs > 0 && len(rest) > v.maxArgs:
-		return fmt.Errorf("aihistory %s: too many arguments; wants %s", v.name, v.args)
+	case len(rest) < v.MinArgs:
+		return fmt.Errorf("aihistory %s: needs %s", v.Name, v.Args)
+	case v.MaxArgs == 0 && len(rest) > 0:
+		return fmt.Errorf("aihistory %s takes no arguments, got %q", v.Name, strings.Join(rest, " "))
+	case v.MaxArgs > 0 && len(rest) > v.MaxArgs:
+		return fmt.Errorf("aihistory %s: too many arguments; wants %s", v.Name, v.Args)
 	}
-	s := &session{npc: npc, view: v.name, args: rest, out: stdout, opt: o, cols: columns(getenv)}
+	s := &aihistory.Session{NPC: npc, View: v.Name, Args: rest, Out: stdout, Opt: &o.Options, Cols: columns(getenv)}
+	var given []*pflag.Flag
 	allowed := map[string]bool{}
-	for _, f := range v.flags {
+	for _, f := range v.Flags {
 		allowed[f] = true
 	}
 	var bad error
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if !commonFlags[f.Name] && !allowed[f.Name] && bad == nil {
-			bad = fmt.Errorf("aihistory %s: --%s does not apply to this view (%s)", v.name, f.Name, flagUsers(f.Name))
+			bad = fmt.Errorf("aihistory %s: --%s does not apply to this view (%s)", v.Name, f.Name, flagUsers(f.Name))
 		}
-		s.given = append(s.given, f)
+		given = append(given, f)
 	})
 	if bad != nil {
 		return bad
 	}
-	if o.archived && o.all {
+	if o.Archived && o.All {
 		return errors.New("aihistory history: --archived and --all exclude each other")
 	}
 	ctx := cmd.Context()
@@ -196,17 +138,18 @@ func runAIHistory(cmd *cobra.Command, stdout io.Writer, getenv func(string) stri
 		return err
 	}
 	defer done()
-	s.client, s.fromDB = client, o.target.db != ""
-	return v.run(s, ctx, rest)
+	s.Client, s.FromDB = client, o.target.db != ""
+	s.Again = func(extra ...string) string { return again(s, given, extra...) }
+	return v.Run(s, ctx, rest)
 }
 
 // flagUsers names the views a flag applies to.
 func flagUsers(flag string) string {
 	var users []string
-	for _, v := range aihistoryViews() {
-		for _, f := range v.flags {
+	for _, v := range aihistory.Views() {
+		for _, f := range v.Flags {
 			if f == flag {
-				users = append(users, v.name)
+				users = append(users, v.Name)
 			}
 		}
 	}
@@ -245,18 +188,19 @@ func (t *target) inspection(ctx context.Context, getenv func(string) string) (*a
 	return api.NewClient("http://"+filepath.Base(t.db), "", hc), func() { a.close(context.Background()) }, nil
 }
 
-// again is the command line that repeats this one with extra flags (the
-// next-page hint of a footer); a flag in extra replaces the one given.
-func (s *session) again(extra ...string) string {
-	parts := []string{"npcd", "aihistory", s.npc, s.view}
-	for _, a := range s.args {
+// again is the command line that repeats session s, run with the flags
+// given, with extra flags (the next-page hint of a footer); a flag in extra
+// replaces the one given.
+func again(s *aihistory.Session, given []*pflag.Flag, extra ...string) string {
+	parts := []string{"npcd", "aihistory", s.NPC, s.View}
+	for _, a := range s.Args {
 		parts = append(parts, shellQuote(a))
 	}
 	replaced := map[string]bool{}
 	for i := 0; i+1 < len(extra); i += 2 {
 		replaced[strings.TrimPrefix(extra[i], "--")] = true
 	}
-	for _, f := range s.given {
+	for _, f := range given {
 		switch {
 		case replaced[f.Name]:
 		case f.Value.Type() == "bool":

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/aihistory"
 	"github.com/npcd/npcd/internal/text"
 	"image/png"
 	"io"
@@ -75,8 +76,8 @@ func readTruth(t *testing.T, path, npc string) *truth {
 	return tr
 }
 
-// aihistory runs `npcd aihistory args...` and returns its output.
-func aihistory(t *testing.T, args ...string) (string, error) {
+// runAIHistoryCmd runs `npcd aihistory args...` and returns its output.
+func runAIHistoryCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	env := map[string]string{"COLUMNS": "160"}
@@ -86,7 +87,7 @@ func aihistory(t *testing.T, args ...string) (string, error) {
 
 func mustAIHistory(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := aihistory(t, args...)
+	out, err := runAIHistoryCmd(t, args...)
 	if err != nil {
 		t.Fatalf("npcd aihistory %s: %v", strings.Join(args, " "), err)
 	}
@@ -155,15 +156,15 @@ func TestAIHistory(t *testing.T) {
 	t.Run("overview", func(t *testing.T) {
 		out := mustAIHistory(t, "brom", db)
 		want := []string{
-			fmt.Sprintf("%.1f%% of %s tokens", 100*round3(tr.c.Utilization()), num(tr.c.ContextWindow)),
-			fmt.Sprintf("MESSAGES     %d live, %s archived", tr.c.State.LiveMessages, num(tr.c.State.ArchivedMessages)),
+			fmt.Sprintf("%.1f%% of %s tokens", 100*round3(tr.c.Utilization()), text.Thousands(tr.c.ContextWindow)),
+			fmt.Sprintf("MESSAGES     %d live, %s archived", tr.c.State.LiveMessages, text.Thousands(tr.c.State.ArchivedMessages)),
 			fmt.Sprintf("%d emergency", triggers[sleep.TriggerEmergency]),
 			fmt.Sprintf("%d sleep", triggers[sleep.TriggerSleep]),
 			fmt.Sprintf("last #%d", tr.records[len(tr.records)-1].ID),
 			"WARNING      the context summary has been rewritten",
 			"next: unknown (read from the database file",
 			fmt.Sprintf("[CONTEXT SUMMARY] m:%d", summary.ID),
-			strings.SplitN(summaryText(summary.Content), "\n", 2)[0],
+			strings.SplitN(strings.TrimSpace(strings.TrimPrefix(summary.Content, character.SummaryPrefix)), "\n", 2)[0],
 		}
 		for _, w := range want {
 			if !strings.Contains(out, w) {
@@ -321,7 +322,7 @@ func TestAIHistory(t *testing.T) {
 		out := mustAIHistory(t, "brom", "compactions", db)
 		for _, rec := range tr.records {
 			row := fmt.Sprintf("│ #%d ", rec.ID)
-			if !strings.Contains(out, row) || !strings.Contains(out, fmt.Sprintf("%s → %s", num(rec.TokensBefore), num(rec.TokensAfter))) {
+			if !strings.Contains(out, row) || !strings.Contains(out, fmt.Sprintf("%s → %s", text.Thousands(rec.TokensBefore), text.Thousands(rec.TokensAfter))) {
 				t.Errorf("compaction #%d missing:\n%s", rec.ID, out)
 			}
 		}
@@ -398,7 +399,7 @@ func TestAIHistory(t *testing.T) {
 	t.Run("timeline", func(t *testing.T) {
 		out := mustAIHistory(t, "brom", "timeline", db)
 		for trig, n := range triggers {
-			if w := fmt.Sprintf("%c %s ×%d", styleOf(trig).letter, trig, n); !strings.Contains(out, w) {
+			if w := fmt.Sprintf("%c %s ×%d", aihistory.TriggerLetter(trig), trig, n); !strings.Contains(out, w) {
 				t.Errorf("chart legend lacks %q:\n%s", w, out)
 			}
 		}
@@ -438,7 +439,7 @@ func TestAIHistory(t *testing.T) {
 		if diff := cmp.Diff(triggers, byTrigger); diff != "" {
 			t.Errorf("SVG markers by trigger (-compactions +markers):\n%s", diff)
 		}
-		if _, err := aihistory(t, "brom", "timeline", "--out", filepath.Join(dir, "t.jpg"), db); err == nil {
+		if _, err := runAIHistoryCmd(t, "brom", "timeline", "--out", filepath.Join(dir, "t.jpg"), db); err == nil {
 			t.Errorf("--out t.jpg: no error")
 		}
 	})
@@ -460,7 +461,7 @@ func TestAIHistory(t *testing.T) {
 			{[]string{"brom", "--db", filepath.Join(t.TempDir(), "none.db")}, "no database at"},
 		}
 		for _, tt := range tests {
-			_, err := aihistory(t, tt.args...)
+			_, err := runAIHistoryCmd(t, tt.args...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("aihistory %v = %v, want an error with %q", tt.args, err, tt.want)
 			}
@@ -645,7 +646,7 @@ func TestAIHistoryReadsWhileADaemonWrites(t *testing.T) {
 		tx.Rollback()
 		t.Fatal(err)
 	}
-	out, err := aihistory(t, "brom", "history", "--db", path)
+	out, err := runAIHistoryCmd(t, "brom", "history", "--db", path)
 	if err != nil {
 		tx.Rollback()
 		t.Fatalf("history while a write transaction is open: %v", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/npcd/npcd/aihistory"
 	"io"
 	"net/http"
 	"os"
@@ -139,8 +140,8 @@ func checkCommandLine(root *cobra.Command, line string) []string {
 		view := positional[1]
 		isPlaceholder := view == "view" || strings.ToUpper(view) == view
 		var names []string
-		for _, v := range aihistoryViews() {
-			names = append(names, v.name)
+		for _, v := range aihistory.Views() {
+			names = append(names, v.Name)
 		}
 		if !isPlaceholder && !slices.Contains(names, view) {
 			problems = append(problems, "npcd aihistory has no view "+view)
@@ -205,8 +206,8 @@ func TestREADMEAIHistorySection(t *testing.T) {
 		}
 	}
 	var views []string
-	for _, v := range aihistoryViews() {
-		views = append(views, v.name)
+	for _, v := range aihistory.Views() {
+		views = append(views, v.Name)
 	}
 	sort.Strings(views)
 	sort.Strings(documented)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/npcd/npcd/api"
 )
 

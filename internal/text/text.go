@@ -1,6 +1,7 @@
 package text
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -47,3 +48,21 @@ func ClipRunes(s string, n int) string {
 // OneLine folds every run of white space in s, line breaks included, into
 // one space and trims both ends.
 func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Thousands formats n with a comma between groups of three digits: 12,345.
+func Thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

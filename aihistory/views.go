@@ -1,4 +1,4 @@
-package main
+package aihistory
 
 import (
 	"context"
@@ -20,49 +20,49 @@ import (
 	"github.com/npcd/npcd/sleep"
 )
 
-func (s *session) overview(ctx context.Context, _ []string) error {
-	o, err := s.client.Overview(ctx, s.npc)
+func (s *Session) overview(ctx context.Context, _ []string) error {
+	o, err := s.Client.Overview(ctx, s.NPC)
 	if err != nil {
 		return err
 	}
-	if s.opt.asJSON {
-		return printJSON(s.out, o)
+	if s.Opt.JSON {
+		return printJSON(s.Out, o)
 	}
-	w := s.out
+	w := s.Out
 	fmt.Fprintf(w, "%s (%s) · model %s · tick %d, turn %d · game time %s\n\n", o.Name, o.NPC, o.Model, o.Tick, o.Turn, when(o.GameTime))
 	c := o.Context
 	kv(w, "context", fmt.Sprintf("%s %.1f%% of %s tokens: %s = system %s + tools %s + summary %s + history %s",
-		bar(c.Utilization, 20), 100*c.Utilization, num(c.Window), num(c.Tokens), num(c.SystemTokens), num(c.ToolTokens),
-		num(c.SummaryTokens), num(c.HistoryTokens)))
+		bar(c.Utilization, 20), 100*c.Utilization, text.Thousands(c.Window), text.Thousands(c.Tokens), text.Thousands(c.SystemTokens), text.Thousands(c.ToolTokens),
+		text.Thousands(c.SummaryTokens), text.Thousands(c.HistoryTokens)))
 	kv(w, "", fmt.Sprintf("a sleep compacts past %.0f%%, a tick compacts at %.0f%% (emergency)",
 		100*o.Compaction.SleepThreshold, 100*o.Compaction.EmergencyThreshold))
-	kv(w, "messages", fmt.Sprintf("%s live, %s archived", num(c.LiveMessages), num(c.ArchivedMessages)))
+	kv(w, "messages", fmt.Sprintf("%s live, %s archived", text.Thousands(c.LiveMessages), text.Thousands(c.ArchivedMessages)))
 	comp := fmt.Sprintf("%d", c.Compactions)
 	if len(o.CompactionsByTrigger) > 0 {
 		comp += ": " + countsByKey(o.CompactionsByTrigger)
 	}
 	if r := o.LastCompaction; r != nil {
 		comp += fmt.Sprintf(" · last #%d (%s, after tick %d): %s → %s tokens, %d messages, summary by %s",
-			r.ID, r.Trigger, r.Tick, num(r.TokensBefore), num(r.TokensAfter), r.MessagesCompacted, r.Summarizer)
+			r.ID, r.Trigger, r.Tick, text.Thousands(r.TokensBefore), text.Thousands(r.TokensAfter), r.MessagesCompacted, r.Summarizer)
 	}
 	kv(w, "compactions", comp)
 	for _, warn := range o.Warnings {
 		kv(w, "warning", warn)
 	}
-	kv(w, "sleep", sleepLine(o.Sleep, s.fromDB))
+	kv(w, "sleep", sleepLine(o.Sleep, s.FromDB))
 	k := o.Knowledge
 	entries := 0
 	for _, n := range k.JournalByType {
 		entries += n
 	}
-	kv(w, "journal", fmt.Sprintf("%s entries (%s), %s not yet consolidated", num(entries), countsByKey(k.JournalByType), num(k.Unconsolidated)))
+	kv(w, "journal", fmt.Sprintf("%s entries (%s), %s not yet consolidated", text.Thousands(entries), countsByKey(k.JournalByType), text.Thousands(k.Unconsolidated)))
 	kv(w, "memory", fmt.Sprintf("%s memories (+%s superseded) · %s profiles, %s facts (+%s superseded)",
-		num(k.Memories), num(k.SupersededMemories), num(k.Profiles), num(k.Facts), num(k.SupersededFacts)))
+		text.Thousands(k.Memories), text.Thousands(k.SupersededMemories), text.Thousands(k.Profiles), text.Thousands(k.Facts), text.Thousands(k.SupersededFacts)))
 	waiting := "no tool results"
 	if len(o.Awaiting) > 0 {
 		waiting = "results of " + strings.Join(o.Awaiting, ", ")
 	}
-	kv(w, "inbox", fmt.Sprintf("%s pending events, waiting for %s", num(o.PendingEvents), waiting))
+	kv(w, "inbox", fmt.Sprintf("%s pending events, waiting for %s", text.Thousands(o.PendingEvents), waiting))
 	fmt.Fprintln(w)
 	if o.Summary == nil {
 		fmt.Fprintln(w, "No [CONTEXT SUMMARY]: the history has not been compacted yet.")
@@ -98,7 +98,7 @@ func sleepLine(st api.SleepStatus, fromDB bool) string {
 }
 
 func summaryTitle(m *api.Message, rec *sleep.Record) string {
-	t := fmt.Sprintf("[CONTEXT SUMMARY] m:%d · %s tokens", m.ID, num(m.Tokens))
+	t := fmt.Sprintf("[CONTEXT SUMMARY] m:%d · %s tokens", m.ID, text.Thousands(m.Tokens))
 	if id, ok := metaInt(m.Metadata, "compaction_id"); ok {
 		t += fmt.Sprintf(" · written by compaction #%d", id)
 		if trig, ok := m.Metadata["trigger"].(string); ok {
@@ -121,20 +121,20 @@ func summaryText(content string) string {
 	return strings.TrimSpace(strings.TrimPrefix(content, character.SummaryPrefix))
 }
 
-func (s *session) history(ctx context.Context, _ []string) error {
-	hq := api.HistoryQuery{State: character.StateLive, Turn: s.opt.turn, Limit: s.opt.limit, Before: s.opt.before}
+func (s *Session) history(ctx context.Context, _ []string) error {
+	hq := api.HistoryQuery{State: character.StateLive, Turn: s.Opt.Turn, Limit: s.Opt.Limit, Before: s.Opt.Before}
 	switch {
-	case s.opt.archived:
+	case s.Opt.Archived:
 		hq.State = character.StateArchived
-	case s.opt.all || s.opt.turn > 0:
+	case s.Opt.All || s.Opt.Turn > 0:
 		hq.State = "all"
 	}
-	page, err := s.client.HistoryPage(ctx, s.npc, hq)
+	page, err := s.Client.HistoryPage(ctx, s.NPC, hq)
 	if err != nil {
 		return err
 	}
-	if s.opt.asJSON {
-		return printJSON(s.out, page)
+	if s.Opt.JSON {
+		return printJSON(s.Out, page)
 	}
 	recs := map[int64]*sleep.Record{}
 	for i := range page.Compactions {
@@ -142,7 +142,7 @@ func (s *session) history(ctx context.Context, _ []string) error {
 	}
 	what := map[string]string{character.StateLive: "live messages", character.StateArchived: "archived messages", "all": "messages"}[hq.State]
 	if len(page.Messages) == 0 {
-		fmt.Fprintf(s.out, "%s has no %s%s.\n", s.npc, what, turnNote(hq.Turn))
+		fmt.Fprintf(s.Out, "%s has no %s%s.\n", s.NPC, what, turnNote(hq.Turn))
 		return nil
 	}
 	first, last := page.Messages[0].ID, page.Messages[len(page.Messages)-1].ID
@@ -151,11 +151,11 @@ func (s *session) history(ctx context.Context, _ []string) error {
 		ms = summaryFirst(ms)
 	}
 	s.messageTable(ms, recs)
-	fmt.Fprintf(s.out, "%d %s%s, m:%d–m:%d, oldest first.", len(page.Messages), what, turnNote(hq.Turn), first, last)
+	fmt.Fprintf(s.Out, "%d %s%s, m:%d–m:%d, oldest first.", len(page.Messages), what, turnNote(hq.Turn), first, last)
 	if page.NextBefore != nil {
-		fmt.Fprintf(s.out, " Older: %s", s.again("--before", strconv.FormatInt(*page.NextBefore, 10)))
+		fmt.Fprintf(s.Out, " Older: %s", s.again("--before", strconv.FormatInt(*page.NextBefore, 10)))
 	}
-	fmt.Fprintln(s.out)
+	fmt.Fprintln(s.Out)
 	return nil
 }
 
@@ -185,7 +185,7 @@ func turnNote(turn int64) string {
 
 // messageTable renders messages with a line where each compaction's span
 // begins (archived messages) and the summary marked as such.
-func (s *session) messageTable(ms []api.Message, recs map[int64]*sleep.Record) {
+func (s *Session) messageTable(ms []api.Message, recs map[int64]*sleep.Record) {
 	t := s.table("id", "turn", "tick", "role", "tokens", "content")
 	t.SetColumnConfigs([]table.ColumnConfig{{Number: 2, Align: ptext.AlignRight}, {Number: 3, Align: ptext.AlignRight}, {Number: 5, Align: ptext.AlignRight}})
 	width := s.rest(52)
@@ -224,7 +224,7 @@ func boundary(id int64, rec *sleep.Record) string {
 		return fmt.Sprintf("── archived by compaction #%d ──", id)
 	}
 	return fmt.Sprintf("── archived by compaction #%d (%s, after tick %d): %d messages, %s → %s tokens, summary m:%d ──",
-		id, rec.Trigger, rec.Tick, rec.MessagesCompacted, num(rec.TokensBefore), num(rec.TokensAfter), rec.SummaryMessageID)
+		id, rec.Trigger, rec.Tick, rec.MessagesCompacted, text.Thousands(rec.TokensBefore), text.Thousands(rec.TokensAfter), rec.SummaryMessageID)
 }
 
 // messageLine is a message on one line: what was perceived, said, done or
@@ -267,20 +267,20 @@ func callLine(tc api.ToolCall) string {
 	return tc.Name + " " + text.OneLine(string(tc.Args))
 }
 
-func (s *session) journal(ctx context.Context, _ []string) error {
-	page, err := s.client.JournalPage(ctx, s.npc, api.JournalQuery{Type: s.opt.typ, Limit: s.opt.limit, Before: s.opt.before})
+func (s *Session) journal(ctx context.Context, _ []string) error {
+	page, err := s.Client.JournalPage(ctx, s.NPC, api.JournalQuery{Type: s.Opt.Type, Limit: s.Opt.Limit, Before: s.Opt.Before})
 	if err != nil {
 		return err
 	}
-	if s.opt.asJSON {
-		return printJSON(s.out, page)
+	if s.Opt.JSON {
+		return printJSON(s.Out, page)
 	}
 	kind := "journal entries"
-	if s.opt.typ != "" {
-		kind = s.opt.typ + " entries"
+	if s.Opt.Type != "" {
+		kind = s.Opt.Type + " entries"
 	}
 	if len(page.Entries) == 0 {
-		fmt.Fprintf(s.out, "%s has no %s.\n", s.npc, kind)
+		fmt.Fprintf(s.Out, "%s has no %s.\n", s.NPC, kind)
 		return nil
 	}
 	t := s.table("id", "type", "imp", "game time", "consolidated", "content", "sources")
@@ -294,11 +294,11 @@ func (s *session) journal(ctx context.Context, _ []string) error {
 			text.ClipRunes(text.OneLine(e.Content), width), text.ClipRunes(sourcesLine(e.Sources.V), 24)})
 	}
 	t.Render()
-	fmt.Fprintf(s.out, "%d %s, j:%d–j:%d, oldest first.", len(page.Entries), kind, page.Entries[0].ID, page.Entries[len(page.Entries)-1].ID)
+	fmt.Fprintf(s.Out, "%d %s, j:%d–j:%d, oldest first.", len(page.Entries), kind, page.Entries[0].ID, page.Entries[len(page.Entries)-1].ID)
 	if page.NextBefore != nil {
-		fmt.Fprintf(s.out, " Older: %s", s.again("--before", strconv.FormatInt(*page.NextBefore, 10)))
+		fmt.Fprintf(s.Out, " Older: %s", s.again("--before", strconv.FormatInt(*page.NextBefore, 10)))
 	}
-	fmt.Fprintln(s.out)
+	fmt.Fprintln(s.Out)
 	return nil
 }
 
@@ -314,16 +314,16 @@ func sourcesLine(src character.Sources) string {
 	return strings.Join(parts, " ")
 }
 
-func (s *session) profiles(ctx context.Context, _ []string) error {
-	ps, err := s.client.Profiles(ctx, s.npc)
+func (s *Session) profiles(ctx context.Context, _ []string) error {
+	ps, err := s.Client.Profiles(ctx, s.NPC)
 	if err != nil {
 		return err
 	}
-	if s.opt.asJSON {
-		return printJSON(s.out, api.ProfilesResponse{Profiles: ps})
+	if s.Opt.JSON {
+		return printJSON(s.Out, api.ProfilesResponse{Profiles: ps})
 	}
 	if len(ps) == 0 {
-		fmt.Fprintf(s.out, "%s knows no one yet.\n", s.npc)
+		fmt.Fprintf(s.Out, "%s knows no one yet.\n", s.NPC)
 		return nil
 	}
 	t := s.table("entity", "seen", "belief", "valid", "status")
@@ -370,7 +370,7 @@ func (s *session) profiles(ctx context.Context, _ []string) error {
 		t.AppendSeparator()
 	}
 	t.Render()
-	fmt.Fprintf(s.out, "%d profiles, %d current beliefs, %d superseded (kept: what the NPC thought before).\n", len(ps), current, superseded)
+	fmt.Fprintf(s.Out, "%d profiles, %d current beliefs, %d superseded (kept: what the NPC thought before).\n", len(ps), current, superseded)
 	return nil
 }
 
@@ -393,17 +393,17 @@ func relationLine(rel map[string]float64) string {
 // partOrder is the order of score-part columns: the blended signals first.
 var partOrder = []string{journal.PartKeyword, journal.PartVector, journal.PartRecency, journal.PartImportance}
 
-func (s *session) memory(ctx context.Context, args []string) error {
+func (s *Session) memory(ctx context.Context, args []string) error {
 	query := strings.Join(args, " ")
-	rs, err := s.client.Memory(ctx, s.npc, query, s.opt.k)
+	rs, err := s.Client.Memory(ctx, s.NPC, query, s.Opt.K)
 	if err != nil {
 		return err
 	}
-	if s.opt.asJSON {
-		return printJSON(s.out, api.MemoryResponse{Results: rs})
+	if s.Opt.JSON {
+		return printJSON(s.Out, api.MemoryResponse{Results: rs})
 	}
 	if len(rs) == 0 {
-		fmt.Fprintf(s.out, "%s recalls nothing for %q.\n", s.npc, query)
+		fmt.Fprintf(s.Out, "%s recalls nothing for %q.\n", s.NPC, query)
 		return nil
 	}
 	seen := map[string]bool{}
@@ -446,20 +446,20 @@ func (s *session) memory(ctx context.Context, args []string) error {
 		t.AppendRow(row)
 	}
 	t.Render()
-	fmt.Fprintf(s.out, "%d results for %q, best first. Read one in full: npcd aihistory %s show %s\n", len(rs), query, s.npc, rs[0].Ref)
+	fmt.Fprintf(s.Out, "%d results for %q, best first. Read one in full: npcd aihistory %s show %s\n", len(rs), query, s.NPC, rs[0].Ref)
 	return nil
 }
 
-func (s *session) compactions(ctx context.Context, _ []string) error {
-	page, err := s.client.CompactionsPage(ctx, s.npc, s.opt.limit, s.opt.before)
+func (s *Session) compactions(ctx context.Context, _ []string) error {
+	page, err := s.Client.CompactionsPage(ctx, s.NPC, s.Opt.Limit, s.Opt.Before)
 	if err != nil {
 		return err
 	}
-	if s.opt.asJSON {
-		return printJSON(s.out, page)
+	if s.Opt.JSON {
+		return printJSON(s.Out, page)
 	}
 	if len(page.Compactions) == 0 {
-		fmt.Fprintf(s.out, "%s has never been compacted.\n", s.npc)
+		fmt.Fprintf(s.Out, "%s has never been compacted.\n", s.NPC)
 		return nil
 	}
 	t := s.table("id", "after tick", "trigger", "tokens", "msgs", "span", "summary", "by", "at")
@@ -475,37 +475,37 @@ func (s *session) compactions(ctx context.Context, _ []string) error {
 			summary = fmt.Sprintf("m:%d", r.SummaryMessageID)
 		}
 		t.AppendRow(table.Row{"#" + strconv.FormatInt(r.ID, 10), r.Tick, r.Trigger,
-			fmt.Sprintf("%s → %s", num(r.TokensBefore), num(r.TokensAfter)), r.MessagesCompacted,
+			fmt.Sprintf("%s → %s", text.Thousands(r.TokensBefore), text.Thousands(r.TokensAfter)), r.MessagesCompacted,
 			fmt.Sprintf("m:%d–m:%d", r.FirstMessageID, r.LastMessageID), summary, by, when(r.CreatedAt)})
 	}
 	t.Render()
-	fmt.Fprintf(s.out, "%d compactions (%s). What one lost: npcd aihistory %s diff %d.", len(page.Compactions), countsByKey(counts),
-		s.npc, page.Compactions[len(page.Compactions)-1].ID)
+	fmt.Fprintf(s.Out, "%d compactions (%s). What one lost: npcd aihistory %s diff %d.", len(page.Compactions), countsByKey(counts),
+		s.NPC, page.Compactions[len(page.Compactions)-1].ID)
 	if page.NextBefore != nil {
-		fmt.Fprintf(s.out, " Older: %s", s.again("--before", strconv.FormatInt(*page.NextBefore, 10)))
+		fmt.Fprintf(s.Out, " Older: %s", s.again("--before", strconv.FormatInt(*page.NextBefore, 10)))
 	}
-	fmt.Fprintln(s.out)
+	fmt.Fprintln(s.Out)
 	return nil
 }
 
-func (s *session) diff(ctx context.Context, args []string) error {
+func (s *Session) diff(ctx context.Context, args []string) error {
 	id, err := positiveArg("compaction id", strings.TrimPrefix(args[0], "#"))
 	if err != nil {
 		return err
 	}
-	d, err := s.client.Diff(ctx, s.npc, id)
+	d, err := s.Client.Diff(ctx, s.NPC, id)
 	if err != nil {
 		return err
 	}
-	if s.opt.asJSON {
-		return printJSON(s.out, d)
+	if s.Opt.JSON {
+		return printJSON(s.Out, d)
 	}
-	w, r := s.out, d.Compaction
+	w, r := s.Out, d.Compaction
 	fmt.Fprintf(w, "Compaction #%d (%s, after tick %d, %s): %d messages m:%d–m:%d archived, context %s → %s tokens, summary by %s\n\n",
 		r.ID, r.Trigger, r.Tick, when(r.CreatedAt), r.MessagesCompacted, r.FirstMessageID, r.LastMessageID,
-		num(r.TokensBefore), num(r.TokensAfter), r.Summarizer)
+		text.Thousands(r.TokensBefore), text.Thousands(r.TokensAfter), r.Summarizer)
 	if d.Summary != nil {
-		fmt.Fprintf(w, "SUMMARY it wrote (m:%d, %s tokens)\n", d.Summary.ID, num(d.Summary.Tokens))
+		fmt.Fprintf(w, "SUMMARY it wrote (m:%d, %s tokens)\n", d.Summary.ID, text.Thousands(d.Summary.Tokens))
 		block(w, summaryText(d.Summary.Content), "  ")
 	} else {
 		fmt.Fprintln(w, "It wrote no summary (a clear archives without summarizing).")
@@ -553,7 +553,7 @@ func refs(prefix string, ids []int64) string {
 	return strings.Join(parts, " ")
 }
 
-func (s *session) show(ctx context.Context, args []string) error {
+func (s *Session) show(ctx context.Context, args []string) error {
 	ref := args[0]
 	kind, idText, ok := strings.Cut(ref, ":")
 	if !ok {
@@ -563,14 +563,14 @@ func (s *session) show(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	w := s.out
+	w := s.Out
 	switch strings.ToLower(kind) {
 	case "m", "msg", "message":
-		d, err := s.client.Message(ctx, s.npc, id)
+		d, err := s.Client.Message(ctx, s.NPC, id)
 		if err != nil {
 			return err
 		}
-		if s.opt.asJSON {
+		if s.Opt.JSON {
 			return printJSON(w, d)
 		}
 		m := d.Message
@@ -578,7 +578,7 @@ func (s *session) show(ctx context.Context, args []string) error {
 		if d.ArchivedBy != nil {
 			state += fmt.Sprintf(" by compaction #%d (%s, after tick %d)", d.ArchivedBy.ID, d.ArchivedBy.Trigger, d.ArchivedBy.Tick)
 		}
-		fmt.Fprintf(w, "message m:%d · %s · turn %d · tick %d · %s · %s tokens\n", m.ID, m.Role, m.Turn, m.Tick, state, num(m.Tokens))
+		fmt.Fprintf(w, "message m:%d · %s · turn %d · tick %d · %s · %s tokens\n", m.ID, m.Role, m.Turn, m.Tick, state, text.Thousands(m.Tokens))
 		if m.Masked {
 			kv(w, "masked", "shown to the model as a placeholder; the text below is stored whole")
 		}
@@ -603,11 +603,11 @@ func (s *session) show(ctx context.Context, args []string) error {
 		fmt.Fprintln(w)
 		block(w, m.Content, "  ")
 	case "j", "journal", "entry":
-		e, err := s.client.Entry(ctx, s.npc, id)
+		e, err := s.Client.Entry(ctx, s.NPC, id)
 		if err != nil {
 			return err
 		}
-		if s.opt.asJSON {
+		if s.Opt.JSON {
 			return printJSON(w, api.EntryDetail{Entry: *e})
 		}
 		fmt.Fprintf(w, "journal entry j:%d · %s · importance %d\n", e.ID, e.Type, e.Importance)
@@ -628,11 +628,11 @@ func (s *session) show(ctx context.Context, args []string) error {
 		fmt.Fprintln(w)
 		block(w, e.Content, "  ")
 	case "mem", "memory":
-		m, err := s.client.MemoryByID(ctx, s.npc, id)
+		m, err := s.Client.MemoryByID(ctx, s.NPC, id)
 		if err != nil {
 			return err
 		}
-		if s.opt.asJSON {
+		if s.Opt.JSON {
 			return printJSON(w, api.MemoryDetail{Memory: *m})
 		}
 		status := "current"
@@ -669,23 +669,23 @@ func (s *session) show(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (s *session) asOf(ctx context.Context, args []string) error {
+func (s *Session) asOf(ctx context.Context, args []string) error {
 	tick, err := positiveArg("tick", args[0])
 	if err != nil {
 		return err
 	}
-	a, err := s.client.AsOf(ctx, s.npc, tick)
+	a, err := s.Client.AsOf(ctx, s.NPC, tick)
 	if err != nil {
 		return err
 	}
-	if s.opt.asJSON {
-		return printJSON(s.out, a)
+	if s.Opt.JSON {
+		return printJSON(s.Out, a)
 	}
-	w := s.out
-	fmt.Fprintf(w, "%s at the end of tick %d", s.npc, a.Tick)
+	w := s.Out
+	fmt.Fprintf(w, "%s at the end of tick %d", s.NPC, a.Tick)
 	if r := a.Record; r != nil {
 		fmt.Fprintf(w, " (game time %s, ran %s)\n", when(r.GameTime), when(r.At))
-		kv(w, "context", fmt.Sprintf("%s %.1f%% of %s tokens (%s)", bar(r.Utilization, 20), 100*r.Utilization, num(r.Window), num(r.ContextTokens)))
+		kv(w, "context", fmt.Sprintf("%s %.1f%% of %s tokens (%s)", bar(r.Utilization, 20), 100*r.Utilization, text.Thousands(r.Window), text.Thousands(r.ContextTokens)))
 		if r.CompactionID != nil {
 			kv(w, "compacted", fmt.Sprintf("compaction #%d ran inside this tick", *r.CompactionID))
 		}
@@ -693,7 +693,7 @@ func (s *session) asOf(ctx context.Context, args []string) error {
 		fmt.Fprintln(w, " (no tick record)")
 	}
 	kv(w, "live", fmt.Sprintf("%d messages%s, %s tokens unmasked; %d compactions committed by then; newest message m:%d",
-		len(a.Messages), map[bool]string{true: " + summary", false: ""}[a.Summary != nil], num(a.Tokens), a.Compactions, a.Boundary))
+		len(a.Messages), map[bool]string{true: " + summary", false: ""}[a.Summary != nil], text.Thousands(a.Tokens), a.Compactions, a.Boundary))
 	if a.Approximate {
 		kv(w, "note", "a clear of the context is involved; its time is inferred from the messages after it")
 	}
@@ -712,25 +712,25 @@ func (s *session) asOf(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (s *session) timeline(ctx context.Context, _ []string) error {
-	tl, err := s.client.Timeline(ctx, s.npc, api.TimelineQuery{From: s.opt.from, To: s.opt.to, Limit: s.opt.limit})
+func (s *Session) timeline(ctx context.Context, _ []string) error {
+	tl, err := s.Client.Timeline(ctx, s.NPC, api.TimelineQuery{From: s.Opt.From, To: s.Opt.To, Limit: s.Opt.Limit})
 	if err != nil {
 		return err
 	}
-	if s.opt.out != "" {
-		if err := writeChartFile(s.opt.out, tl, s.opt.width, s.opt.height); err != nil {
+	if s.Opt.Out != "" {
+		if err := writeChartFile(s.Opt.Out, tl, s.Opt.Width, s.Opt.Height); err != nil {
 			return err
 		}
-		if s.opt.asJSON {
-			return printJSON(s.out, tl)
+		if s.Opt.JSON {
+			return printJSON(s.Out, tl)
 		}
-		fmt.Fprintf(s.out, "wrote %s: %d ticks, %d compactions (%s)\n", s.opt.out, len(tl.Points), len(tl.Compactions), markerCounts(tl))
+		fmt.Fprintf(s.Out, "wrote %s: %d ticks, %d compactions (%s)\n", s.Opt.Out, len(tl.Points), len(tl.Compactions), markerCounts(tl))
 		return nil
 	}
-	if s.opt.asJSON {
-		return printJSON(s.out, tl)
+	if s.Opt.JSON {
+		return printJSON(s.Out, tl)
 	}
-	chartText(s.out, tl, s.opt.width, s.opt.height, s.cols)
+	chartText(s.Out, tl, s.Opt.Width, s.Opt.Height, s.Cols)
 	return nil
 }
 
@@ -747,16 +747,16 @@ func markerCounts(tl *api.TimelineResponse) string {
 
 // Rendering helpers.
 
-func (s *session) table(header ...any) table.Writer {
+func (s *Session) table(header ...any) table.Writer {
 	t := table.NewWriter()
-	t.SetOutputMirror(s.out)
+	t.SetOutputMirror(s.Out)
 	t.SetStyle(table.StyleLight)
 	t.AppendHeader(table.Row(header))
 	return t
 }
 
 // rest is the width left for a free-text column when the others take used.
-func (s *session) rest(used int) int { return max(30, s.cols-used) }
+func (s *Session) rest(used int) int { return max(30, s.Cols-used) }
 
 func kv(w io.Writer, key, value string) {
 	fmt.Fprintf(w, "%-12s %s\n", strings.ToUpper(key), value)
@@ -786,23 +786,6 @@ func day(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02")
-}
-
-func num(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
 
 func countsByKey(m map[string]int) string {

@@ -1,9 +1,10 @@
-package main
+package aihistory
 
 import (
 	"bufio"
 	"encoding/xml"
 	"fmt"
+	"github.com/npcd/npcd/internal/text"
 	"image"
 	"image/color"
 	"image/png"
@@ -214,7 +215,7 @@ func chartText(w io.Writer, tl *api.TimelineResponse, width, height, cols int) {
 	rowOf := func(u float64) int { return height - 1 - int(u/cell-1e-9) }
 	emergencyRow, sleepRow := rowOf(tl.EmergencyThreshold), rowOf(tl.SleepThreshold)
 	fmt.Fprintf(w, "%s: context utilization over %d ticks (%d–%d), window %s tokens\n\n", tl.NPC, len(tl.Points),
-		tl.Points[0].Tick, tl.Points[len(tl.Points)-1].Tick, num(tl.Window))
+		tl.Points[0].Tick, tl.Points[len(tl.Points)-1].Tick, text.Thousands(tl.Window))
 	for r := 0; r < height; r++ {
 		top := fr.ymax - float64(r)*cell
 		mid, bottom := top-cell/2, top-cell
@@ -316,7 +317,7 @@ func chartTitle(tl *api.TimelineResponse) string {
 		return tl.NPC + ": no recorded ticks"
 	}
 	return fmt.Sprintf("%s: context utilization after each tick, ticks %d–%d (window %s tokens)",
-		tl.NPC, tl.Points[0].Tick, tl.Points[len(tl.Points)-1].Tick, num(tl.Window))
+		tl.NPC, tl.Points[0].Tick, tl.Points[len(tl.Points)-1].Tick, text.Thousands(tl.Window))
 }
 
 func legendItems(tl *api.TimelineResponse) []string {
@@ -458,7 +459,7 @@ func chartSVG(w io.Writer, tl *api.TimelineResponse, width, height int) error {
 		c := hex(styleOf(m.trigger).color)
 		x, yb, ya := p.x(m.x), p.y(m.before), p.y(m.after)
 		fmt.Fprintf(&b, `<g class="marker marker-%s"><title>compaction #%d (%s) after tick %d: %s → %s tokens</title>`,
-			esc(m.trigger), m.id, esc(m.trigger), m.afterTick, num(m.tokensBefore), num(m.tokensAfter))
+			esc(m.trigger), m.id, esc(m.trigger), m.afterTick, text.Thousands(m.tokensBefore), text.Thousands(m.tokensAfter))
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5"/>`, x, yb, x, ya, c)
 		fmt.Fprintf(&b, `<path d="M%.1f %.1fl-4 -6.4h8z" fill="%s"/></g>`+"\n", x, yb-3, c)
 	}
