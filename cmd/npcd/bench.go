@@ -57,7 +57,7 @@ func benchCommand(stdout, stderr io.Writer) *cobra.Command {
 	maskCmd.Flags().IntVar(&turns, "turns", 1000, "turns to run")
 	maskCmd.Flags().IntVar(&window, "window", 8192, "context window of the NPC")
 	maskCmd.Flags().IntVar(&obsBytes, "observation-bytes", 2000, "size of each look observation")
-	cmd.AddCommand(ticksCmd, budgetCmd, planCmd, maskCmd)
+	cmd.AddCommand(ticksCmd, budgetCmd, planCmd, maskCmd, benchTokensCommand(stdout, stderr))
 	cmd.AddCommand(benchSleepCommands(stdout)...)
 	return cmd
 }
