@@ -72,3 +72,16 @@ func TestBenchTokensRefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// bench masking at a small window must run: the default reply budget does
+// not fit 2,048 tokens beside the tools and a summary.
+func TestBenchMaskingSmallWindow(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"bench", "masking", "--turns", "12", "--window", "2048", "--observation-bytes", "600"}
+	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+		t.Fatalf("bench masking at 2048: %v\n%s", err, errb.String())
+	}
+	if n := strings.Count(out.String(), "prompt tokens per tick"); n != 2 {
+		t.Fatalf("want a line for masking on and off, got:\n%s", out.String())
+	}
+}
