@@ -193,7 +193,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 	cfg := r.cfg
 	// BM25 is scaled by the best hit among the NPC's searchable rows (a
 	// summary or another NPC's row is no hit).
-	kw := map[int32]float64{}
+	kw := make(map[int32]float64, len(hits))
 	best := 0.0
 	for _, h := range hits {
 		if p, ok := x.pos[itemKey{h.kind, h.id}]; ok && h.score > 0 {
@@ -204,7 +204,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 	for p := range kw {
 		kw[p] /= best
 	}
-	set := map[int32]bool{}
+	set := make(map[int32]bool, len(kw)+pool)
 	if haveVec {
 		for _, p := range topN(x.scores, pool) {
 			set[p] = true
