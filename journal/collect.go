@@ -106,7 +106,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				missing = true
 				continue
 			}
-			res.Score, res.Parts = c.score, c.parts
+			res.Score, res.Parts = c.score, c.parts.asMap()
 			keys := dedupKeys(res)
 			at := slot{i: -1}
 			for _, key := range keys {

@@ -229,9 +229,9 @@ func (s *Store) keywordPostgres(ctx context.Context, npc string, terms []string,
 	return out, nil
 }
 
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+func escapeLike(s string) string { return likeEscaper.Replace(s) }
 
 // Terms splits text into lowercase search terms, dropping stop words, words
 // of one letter and repeats, in order of first appearance.

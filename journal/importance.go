@@ -3,6 +3,7 @@ package journal
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Importance words: what makes a perception worth remembering for an NPC.
@@ -63,10 +64,10 @@ func Importance(kind, text string) int {
 		if w == "i" || w == "my" || w == "i'm" || w == "we" || w == "our" {
 			self++
 		}
-		r := []rune(f)
-		if unicode.IsDigit(r[0]) {
+		first, size := utf8.DecodeRuneInString(f)
+		if unicode.IsDigit(first) {
 			numbers++
-		} else if i > 0 && unicode.IsUpper(r[0]) && len(r) > 1 && w != "i" {
+		} else if i > 0 && unicode.IsUpper(first) && len(f) > size && w != "i" {
 			names++
 		}
 	}

@@ -48,7 +48,33 @@ type candidate struct {
 	kind  itemKind
 	id    int64
 	score float64
-	parts map[string]float64
+	parts scoreParts
+}
+
+// scoreParts are a candidate's score parts; a struct, not a map, because
+// every candidate of every search has them and only the few results
+// returned report them (as Result.Parts).
+type scoreParts struct {
+	vector, keyword, neighbour, relevance, recency, importance float64
+	// ranked is false for a keyword-only candidate, which reports only its
+	// keyword part.
+	ranked, superseded bool
+}
+
+// asMap returns the parts as reported in Result.Parts.
+func (p scoreParts) asMap() map[string]float64 {
+	if !p.ranked {
+		return map[string]float64{PartKeyword: p.keyword}
+	}
+	m := map[string]float64{PartVector: p.vector, PartKeyword: p.keyword,
+		PartRelevance: p.relevance, PartRecency: p.recency, PartImportance: p.importance}
+	if p.neighbour > 0 {
+		m[PartNeighbour] = p.neighbour
+	}
+	if p.superseded {
+		m[PartSuperseded] = 1
+	}
+	return m
 }
 
 // Search returns up to k results for query from NPC npc's memories, journal
@@ -167,7 +193,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 	cfg := r.cfg
 	// BM25 is scaled by the best hit among the NPC's searchable rows (a
 	// summary or another NPC's row is no hit).
-	kw := map[int32]float64{}
+	kw := make(map[int32]float64, len(hits))
 	best := 0.0
 	for _, h := range hits {
 		if p, ok := x.pos[itemKey{h.kind, h.id}]; ok && h.score > 0 {
@@ -178,7 +204,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 	for p := range kw {
 		kw[p] /= best
 	}
-	set := map[int32]bool{}
+	set := make(map[int32]bool, len(kw)+pool)
 	if haveVec {
 		for _, p := range topN(x.scores, pool) {
 			set[p] = true
@@ -237,11 +263,12 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 	}
 	halfLife := cfg.halfLife.Seconds()
 	nowSec := now.Unix()
-	score := map[int32]*candidate{}
+	cands := make([]candidate, 0, len(set))
+	at := make(map[int32]int, len(set))
 	for p := range set {
 		it := x.items[p]
 		rel := relevance(p)
-		parts := map[string]float64{PartVector: math.Max(0, float64(x.scores[p])), PartKeyword: kw[p]}
+		parts := scoreParts{vector: math.Max(0, float64(x.scores[p])), keyword: kw[p], ranked: true}
 		if cfg.wNeighbour > 0 {
 			nb := 0.0
 			prev, next := neighbours(p)
@@ -252,7 +279,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 				nb = math.Max(nb, cfg.wNeighbour*relevance(next))
 			}
 			if nb > 0 {
-				parts[PartNeighbour] = nb
+				parts.neighbour = nb
 				rel += nb
 			}
 		}
@@ -266,12 +293,13 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 		if rel < minRelevance {
 			s = 0
 		}
-		parts[PartRelevance], parts[PartRecency], parts[PartImportance] = rel, rec, imp
+		parts.relevance, parts.recency, parts.importance = rel, rec, imp
 		if it.supBy != 0 {
 			s *= supersededFactor
-			parts[PartSuperseded] = 1
+			parts.superseded = true
 		}
-		score[p] = &candidate{kind: it.kind, id: it.id, score: s, parts: parts}
+		at[p] = len(cands)
+		cands = append(cands, candidate{kind: it.kind, id: it.id, score: s, parts: parts})
 	}
 	// Every superseded memory ends strictly below the memory that replaced
 	// it, whatever the query; one whose replacement scores nothing scores
@@ -279,7 +307,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 	done := map[int32]bool{}
 	var below func(p int32) float64
 	below = func(p int32) float64 {
-		c := score[p]
+		c := &cands[at[p]]
 		q, ok := succ[p]
 		if !ok || done[p] {
 			return c.score
@@ -293,10 +321,10 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 	for p := range succ {
 		below(p)
 	}
-	out := make([]candidate, 0, len(score))
-	for _, c := range score {
+	out := cands[:0]
+	for _, c := range cands {
 		if c.score > 0 {
-			out = append(out, *c)
+			out = append(out, c)
 		}
 	}
 	sortCandidates(out)
@@ -340,7 +368,7 @@ func (s *Store) Search(ctx context.Context, id, query string, k int) ([]Result, 
 		if best <= 0 || h.score <= 0 {
 			continue
 		}
-		cs = append(cs, candidate{kind: h.kind, id: h.id, score: h.score / best, parts: map[string]float64{PartKeyword: h.score / best}})
+		cs = append(cs, candidate{kind: h.kind, id: h.id, score: h.score / best, parts: scoreParts{keyword: h.score / best}})
 	}
 	sortCandidates(cs)
 	rs, _, err := s.collect(ctx, id, cs, k, terms, DefaultMaxContentBytes, window{})

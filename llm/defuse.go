@@ -22,7 +22,9 @@ var (
 // as the prompt's own structure. Everything else is kept as written.
 // Defuse(Defuse(s)) == Defuse(s).
 func Defuse(s string) string {
-	if !strings.ContainsAny(s, "[<") {
+	// Most texts hold brackets (every perceived line starts with its
+	// time) but nothing to defuse: matching allocates nothing, replacing does.
+	if !strings.ContainsAny(s, "[<") || (!markerRe.MatchString(s) && !tagRe.MatchString(s)) {
 		return s
 	}
 	// Replacing one match can make a new one (<a<b>> becomes <a(b)>), so

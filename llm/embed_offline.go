@@ -183,6 +183,9 @@ func fnv64a(s string) uint64 {
 // offlineWords lowercases text and splits it into words of letters and
 // digits. Apostrophes inside a word are dropped and a possessive "'s" is
 // cut, so "Alice's" and "Alice" agree and "don't" becomes "dont".
+// apostrophes drops the apostrophes left inside a word.
+var apostrophes = strings.NewReplacer("'", "", "’", "")
+
 func offlineWords(text string) []string {
 	var out []string
 	var b strings.Builder
@@ -195,7 +198,9 @@ func offlineWords(text string) []string {
 		if strings.HasSuffix(w, "'s") || strings.HasSuffix(w, "’s") {
 			w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
 		}
-		w = strings.NewReplacer("'", "", "’", "").Replace(w)
+		if strings.ContainsAny(w, "'’") {
+			w = apostrophes.Replace(w)
+		}
 		if w != "" {
 			out = append(out, w)
 		}

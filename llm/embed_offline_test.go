@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -134,5 +135,18 @@ func TestStem(t *testing.T) {
 		if got := Stem(in); got != want {
 			t.Errorf("Stem(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Splitting words is on every search's path: it must not build anything
+// per word beyond the word itself.
+func TestOfflineWordsAllocations(t *testing.T) {
+	text := "Alice's sword: the north road is long, and don’t trust the miller"
+	if got := strings.Join(offlineWords(text), " "); got != "alice sword the north road is long and dont trust the miller" {
+		t.Fatalf("offlineWords = %q", got)
+	}
+	// One allocation per word kept, and a few for the growing slice.
+	if allocs := testing.AllocsPerRun(20, func() { offlineWords(text) }); allocs > 20 {
+		t.Fatalf("offlineWords allocates %.0f times for 11 words", allocs)
 	}
 }

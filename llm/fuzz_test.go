@@ -55,3 +55,15 @@ func FuzzBlocks(f *testing.F) {
 		}
 	})
 }
+
+// Text with brackets but nothing to defuse comes back as is, without the
+// cost of a replacement pass.
+func TestDefuseLeavesPlainBracketsCheaply(t *testing.T) {
+	s := `[2026-11-23 12:08] alice says: "have you seen my sword? [it is long]"`
+	if got := Defuse(s); got != s {
+		t.Fatalf("Defuse changed plain text: %q", got)
+	}
+	if allocs := testing.AllocsPerRun(20, func() { Defuse(s) }); allocs != 0 {
+		t.Fatalf("Defuse allocates %.0f times on text with nothing to defuse", allocs)
+	}
+}

@@ -37,20 +37,30 @@ type Counter struct {
 	cache map[string]int
 }
 
-// Texts shorter than cacheMinBytes are counted every time; the cache holds
-// at most cacheEntries texts and starts afresh when full.
-const (
-	cacheMinBytes = 64
-	cacheEntries  = 4096
-)
+// The cache holds at most cacheEntries texts and starts afresh when full.
+// Short texts are cached too: roles, names, call ids and arguments recur in
+// every prompt, and tokenizing even a short one allocates several matches.
+const cacheEntries = 8192
 
-// NewCounter returns a counter for model: o200k_base for the gpt-4o, gpt-4.1,
-// gpt-5 and o-series families, cl100k_base for everything else (older OpenAI
-// models, open models behind OpenAI-compatible servers and the builtin model,
-// where it is a close, stable estimate).
+// NewCounter returns the counter for model: o200k_base for the gpt-4o,
+// gpt-4.1, gpt-5 and o-series families, cl100k_base for everything else
+// (older OpenAI models, open models behind OpenAI-compatible servers and the
+// builtin model, where it is a close, stable estimate).
+//
+// Counters are shared by encoding across the process, so a text counted by
+// one part of npcd (the tick's budget, the builtin model's usage, the
+// compactor) is not tokenized again by another.
 func NewCounter(model string) *Counter {
-	return &Counter{codec: codecFor(model), cache: map[string]int{}}
+	codec := codecFor(model)
+	if c, ok := sharedCounters.Load(codec.GetName()); ok {
+		return c.(*Counter)
+	}
+	c, _ := sharedCounters.LoadOrStore(codec.GetName(), &Counter{codec: codec, cache: map[string]int{}})
+	return c.(*Counter)
 }
+
+// sharedCounters holds one *Counter per encoding name.
+var sharedCounters sync.Map
 
 // Encoding returns the name of the encoding in use.
 func (c *Counter) Encoding() string { return c.codec.GetName() }
@@ -73,27 +83,22 @@ func (c *Counter) Text(s string) int {
 	if s == "" {
 		return 0
 	}
-	long := len(s) >= cacheMinBytes
-	if long {
-		c.mu.Lock()
-		n, ok := c.cache[s]
-		c.mu.Unlock()
-		if ok {
-			return n
-		}
+	c.mu.Lock()
+	n, ok := c.cache[s]
+	c.mu.Unlock()
+	if ok {
+		return n
 	}
 	n, err := c.codec.Count(s)
 	if err != nil { // only possible in strict UTF-8 mode, which is not used
 		n = len(s)/4 + 1
 	}
-	if long {
-		c.mu.Lock()
-		if len(c.cache) >= cacheEntries {
-			clear(c.cache)
-		}
-		c.cache[s] = n
-		c.mu.Unlock()
+	c.mu.Lock()
+	if len(c.cache) >= cacheEntries {
+		clear(c.cache)
 	}
+	c.cache[s] = n
+	c.mu.Unlock()
 	return n
 }
 

@@ -197,3 +197,18 @@ func TestChoose(t *testing.T) {
 		}
 	}
 }
+
+// A prompt repeats its roles, names, call ids and arguments every tick:
+// counting a message already counted must not tokenize it again.
+func TestCounterMessageCountedOnce(t *testing.T) {
+	c := NewCounter(BuiltinModel)
+	m := Message{Role: RoleAssistant, Name: "brom", Content: "Aye.", ToolCalls: []ToolCall{{ID: "c1", Name: "say", Arguments: `{"text":"Aye."}`}}}
+	want := c.Message(m)
+	if allocs := testing.AllocsPerRun(50, func() {
+		if got := c.Message(m); got != want {
+			t.Fatalf("count changed from %d to %d", want, got)
+		}
+	}); allocs != 0 {
+		t.Fatalf("counting a message again allocates %.0f times: it was tokenized again", allocs)
+	}
+}

@@ -282,9 +282,12 @@ func missedTarget(after *character.Character, p *Plan) string {
 	fixed := after.State.SystemTokens + after.State.ToolTokens
 	why := ""
 	switch {
-	case fixed+after.State.SummaryTokens >= target:
-		why = fmt.Sprintf("persona, instructions and tools (%d tokens) with the summary (%d) alone exceed it; shorten the persona or the tools, or raise compaction.target",
-			fixed, after.State.SummaryTokens)
+	case fixed+max(after.State.SummaryTokens, SummaryBudgetFor(after)) >= target:
+		// The summary gives way to the newest turn down to a floor, so
+		// the fixed part is to blame once it leaves less than a summary's
+		// usual budget under the target.
+		why = fmt.Sprintf("persona, instructions and tools (%d tokens) with a summary (%d) alone exceed it; shorten the persona or the tools, or raise compaction.target",
+			fixed, max(after.State.SummaryTokens, SummaryBudgetFor(after)))
 	case keptOneTurn(p):
 		why = fmt.Sprintf("the newest turn alone takes %d tokens and a turn is never split", after.State.LiveTokens)
 	default:

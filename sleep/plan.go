@@ -139,16 +139,14 @@ func Cut(ms []character.Message, l Limits) int {
 // split, is made to fit. Masked results stay stored and recallable. Results
 // of exempt tools go last: exemption spares them from routine masking, but a
 // prompt that cannot be sent at all would be worse.
-func maskToFit(kept []character.Message, target int, exempt func(string) bool) []int64 {
-	total := 0
+func maskToFit(kept []character.Message, target int, exempt func(string) bool) (ids []int64, total int) {
 	for i := range kept {
 		total += kept[i].PromptTokens()
 	}
-	var ids []int64
 	for _, pass := range []bool{false, true} {
 		for i := range kept {
 			if total <= target {
-				return ids
+				return ids, total
 			}
 			m := &kept[i]
 			if m.Role != llm.RoleTool || m.Masked || m.MaskTokens >= m.ViewTokens || exempt(m.ToolName) != pass {
@@ -158,7 +156,7 @@ func maskToFit(kept []character.Message, target int, exempt func(string) bool) [
 			total -= m.ViewTokens - m.MaskTokens
 		}
 	}
-	return ids
+	return ids, total
 }
 
 // NewPlan plans a compaction of live (the NPC's live history, summary
@@ -178,9 +176,27 @@ func NewPlan(c *character.Character, live []character.Message, trigger, instruct
 	for i := range p.Span {
 		p.SpanTokens += p.Span[i].PromptTokens()
 	}
-	p.Mask = maskToFit(p.Keep, l.TargetTokens, c.Masking.Exempt)
+	var kept int
+	p.Mask, kept = maskToFit(p.Keep, l.TargetTokens, c.Masking.Exempt)
 	if cut == 0 {
 		p.Previous = nil // nothing replaces it
+		return p
+	}
+	// When the newest turn, which is never split, takes more than the
+	// target left it, the summary gives way: it shrinks to what is left
+	// under the target (down to MinSummaryBudget), so that the compaction
+	// still ends at its target and the next one is as far as it can be.
+	left := TargetTokens(c) - c.State.SystemTokens - c.State.ToolTokens - kept - summaryFraming
+	if left < p.SummaryBudget {
+		p.SummaryBudget = max(MinSummaryBudget, left)
 	}
 	return p
 }
+
+// MinSummaryBudget is the least a summary is given when it gives way to
+// the newest turn; below it a summary could not hold its sections.
+const MinSummaryBudget = 64
+
+// summaryFraming is what the summary message costs beyond its text: the
+// message framing and the marker heading it.
+const summaryFraming = 12

@@ -247,3 +247,41 @@ func TestPlanInvariantsOverThousandsOfHistories(t *testing.T) {
 	}
 	t.Logf("%d histories, %d compactions, %d huge turns", histories, compactions, hugeTurns)
 }
+
+// When the newest turn takes more than the target leaves, the summary
+// gives way so the compaction still ends at its target; it never goes below
+// MinSummaryBudget, and with room to spare it keeps its usual budget.
+func TestPlanSummaryGivesWayToTheNewestTurn(t *testing.T) {
+	plan := func(newest int) *Plan {
+		c := &character.Character{ID: "npc", Name: "N", Persona: "p", ContextWindow: 2048, MaxOutputTokens: 204}
+		c.ApplyDefaults()
+		c.State.SystemTokens, c.State.ToolTokens = 222, 496
+		s := &simHistory{c: c, archived: map[int64]bool{}, written: map[int64]bool{}}
+		for turn := int64(1); turn <= 6; turn++ {
+			c.State.Turn = turn
+			s.add(character.Message{Role: llm.RoleUser, Turn: turn, Tokens: 40})
+			s.add(character.Message{Role: llm.RoleAssistant, Turn: turn, Tokens: 50})
+		}
+		c.State.Turn = 7
+		s.add(character.Message{Role: llm.RoleUser, Turn: 7, Tokens: newest})
+		s.totals()
+		return NewPlan(c, s.live, TriggerEmergency, "")
+	}
+	target := 1024 // 0.5 × 2048
+	for _, tc := range []struct {
+		newest int
+		want   int
+	}{
+		{newest: 40, want: 204},                            // room to spare: the usual tenth of the window
+		{newest: 200, want: target - 222 - 496 - 200 - 12}, // gives way, ends at the target
+		{newest: 280, want: MinSummaryBudget},              // no further than the floor
+	} {
+		p := plan(tc.newest)
+		if p.Empty() {
+			t.Fatalf("newest %d: nothing to compact", tc.newest)
+		}
+		if p.SummaryBudget != tc.want {
+			t.Errorf("newest turn of %d tokens: summary budget %d, want %d", tc.newest, p.SummaryBudget, tc.want)
+		}
+	}
+}

@@ -330,6 +330,21 @@ func TestCompactionReachesItsTarget(t *testing.T) {
 		}
 	}
 
+	// In a small window the newest turn takes more than the target leaves
+	// beside the fixed part and a full summary: the summary gives way.
+	small := brom()
+	small.ID = "smallwindow"
+	small.ContextWindow, small.MaxOutputTokens = 2048, 204
+	recs, _ = run(small, 60)
+	if len(recs) < 2 {
+		t.Fatalf("%d compactions at 2048: the run does not exercise compaction", len(recs))
+	}
+	for _, r := range recs {
+		if r.TokensAfter > 1024 {
+			t.Errorf("compaction %d at 2048 left %d tokens, over the target of 1024", r.ID, r.TokensAfter)
+		}
+	}
+
 	// A persona this long fits under the sleep threshold (PutNPC accepts
 	// it) but leaves no room under the target at all.
 	big := brom()

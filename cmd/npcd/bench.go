@@ -57,7 +57,7 @@ func benchCommand(stdout, stderr io.Writer) *cobra.Command {
 	maskCmd.Flags().IntVar(&turns, "turns", 1000, "turns to run")
 	maskCmd.Flags().IntVar(&window, "window", 8192, "context window of the NPC")
 	maskCmd.Flags().IntVar(&obsBytes, "observation-bytes", 2000, "size of each look observation")
-	cmd.AddCommand(ticksCmd, budgetCmd, planCmd, maskCmd)
+	cmd.AddCommand(ticksCmd, budgetCmd, planCmd, maskCmd, benchTokensCommand(stdout, stderr))
 	cmd.AddCommand(benchSleepCommands(stdout)...)
 	return cmd
 }
@@ -250,6 +250,11 @@ func benchMasking(ctx context.Context, out, progress io.Writer, turns, window, o
 		}
 		c := benchNPC("brom")
 		c.ContextWindow = window
+		// The default 512-token reply does not fit a small window beside
+		// the tools and a summary; a tenth of the window does.
+		if window < 4096 {
+			c.MaxOutputTokens = window / 10
+		}
 		c.Masking.Enabled = &on
 		c.Tools = store.NewJSON(append(character.DefaultTools(),
 			character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true}))

@@ -25,6 +25,7 @@ type tickBench struct {
 	npcs    []int
 	ticks   int
 	history int           // tokens of archived life each NPC starts with
+	others  int           // messages of other, never-ticked NPCs in the database
 	latency time.Duration // the fake model's latency per call
 	workers int
 	json    bool
@@ -48,12 +49,14 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 				return fmt.Errorf("--workers must be at least 1")
 			case b.history < 0:
 				return fmt.Errorf("--history must not be negative")
+			case b.others < 0:
+				return fmt.Errorf("--others must not be negative")
 			case b.latency < 0:
 				return fmt.Errorf("--latency must not be negative")
 			case len(b.npcs) == 0:
 				return fmt.Errorf("--npcs needs at least one count")
-			case b.http && (b.history > 0 || b.latency > 0):
-				return fmt.Errorf("--http runs the daemon as configured: it takes neither --history nor --latency")
+			case b.http && (b.history > 0 || b.latency > 0 || b.others > 0):
+				return fmt.Errorf("--http runs the daemon as configured: it takes neither --history, --others nor --latency")
 			}
 			for _, n := range b.npcs {
 				if n < 1 {
@@ -67,6 +70,7 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 	f.IntSliceVar(&b.npcs, "npcs", []int{1, 100}, "NPC counts to measure")
 	f.IntVar(&b.ticks, "ticks", 2000, "ticks per measurement")
 	f.IntVar(&b.history, "history", 0, "tokens of archived history each NPC holds before the run")
+	f.IntVar(&b.others, "others", 0, "messages of other NPCs (never ticked) in the database before the run, e.g. 1000000")
 	f.DurationVar(&b.latency, "latency", 0, "latency of each model call (a fake model in front of the builtin one), e.g. 200ms")
 	f.IntVar(&b.workers, "workers", tick.MaxBatchWorkers, "ticks run at once")
 	f.BoolVar(&b.json, "json", false, "print one JSON object per measurement")
@@ -82,6 +86,7 @@ type tickMeasure struct {
 	NPCs          int     `json:"npcs"`
 	Ticks         int     `json:"ticks"`
 	HistoryTokens int     `json:"history_tokens"`
+	OtherMessages int     `json:"other_messages"`
 	LatencyMS     float64 `json:"latency_ms"`
 	TicksPerS     float64 `json:"ticks_per_s"`
 	// Overhead is a tick's wall time minus the time spent in model calls
@@ -128,8 +133,8 @@ func (m timedModel) Chat(ctx context.Context, req llm.Request) (llm.Response, er
 
 func benchTicks(ctx context.Context, out, progress io.Writer, b tickBench) error {
 	if !b.json {
-		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), SQLite, %d ticks each, %d workers, %d tokens of archived history per NPC\n",
-			b.latency, b.ticks, b.workers, b.history)
+		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), SQLite, %d ticks each, %d workers, %d tokens of archived history per NPC, %d messages of other NPCs\n",
+			b.latency, b.ticks, b.workers, b.history, b.others)
 		fmt.Fprintf(out, "  %-10s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
 			"mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
 	}
@@ -173,6 +178,10 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 		return nil, err
 	}
 	defer done()
+	others, err := fillOthers(ctx, progress, a, b.others)
+	if err != nil {
+		return nil, err
+	}
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("npc-%d", i)
@@ -264,7 +273,7 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return &tickMeasure{
-		Mode: "in-process", NPCs: n, Ticks: total, HistoryTokens: b.history, LatencyMS: float64(b.latency.Microseconds()) / 1000,
+		Mode: "in-process", NPCs: n, Ticks: total, HistoryTokens: b.history, OtherMessages: others, LatencyMS: float64(b.latency.Microseconds()) / 1000,
 		TicksPerS: float64(total) / elapsed.Seconds(),
 		P50MS:     pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
 		ModelMS:           float64(modelTotal.Microseconds()) / 1000 / float64(total),
@@ -274,6 +283,69 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 		PeakRSSMiB:        float64(ru.Maxrss) / 1024, // KiB on Linux
 		Compactions:       compactions,
 	}, nil
+}
+
+// fillOthers writes messages of other NPCs, which the run never ticks, as
+// live and archived conversation spread over up to 100 NPCs: a world whose
+// other inhabitants have lived long must not slow the ones that tick.
+// It returns how many messages the other NPCs hold, as stored.
+func fillOthers(ctx context.Context, progress io.Writer, a *app, messages int) (int, error) {
+	if messages == 0 {
+		return 0, nil
+	}
+	counter := a.engine.Counter(benchModel)
+	npcs := max(1, min(100, messages/1000))
+	for k := 0; k < npcs; k++ {
+		id := fmt.Sprintf("other-%d", k)
+		c := benchNPC(id)
+		c.Model = benchModel
+		if _, err := a.engine.PutNPC(ctx, c); err != nil {
+			return 0, err
+		}
+		left := messages / npcs
+		if k < messages%npcs {
+			left++
+		}
+		for left > 0 {
+			var batch []*character.Message
+			for i := 0; i < 500 && left > 0; i++ {
+				role, text := llm.RoleUser, fmt.Sprintf("[2026-11-21 10:00] traveler%d says: %q", i%7, fmt.Sprintf("I came by the north road, day %d; the wolves are hungry this winter", left%97))
+				if i%2 == 1 {
+					role, text = llm.RoleAssistant, "Aye. Mind the bridge on your way back."
+				}
+				batch = append(batch, &character.Message{Role: role, Turn: 1, Content: text})
+				left--
+			}
+			if err := a.chars.AppendMessages(ctx, id, batch, counter, 8192); err != nil {
+				return 0, err
+			}
+			// Most of a long life is archived; the last batch stays live.
+			if left > 0 {
+				msgIDs := make([]int64, len(batch))
+				for i, m := range batch {
+					msgIDs[i] = m.ID
+				}
+				if err := a.chars.Archive(ctx, id, msgIDs, nil); err != nil {
+					return 0, err
+				}
+			}
+		}
+		if progress != nil && npcs >= 10 {
+			fmt.Fprintf(progress, "\rother NPCs: %d/%d", k+1, npcs)
+		}
+	}
+	if progress != nil && npcs >= 10 {
+		fmt.Fprintln(progress)
+	}
+	stored := 0
+	for k := 0; k < npcs; k++ {
+		live, archived, err := a.chars.CountMessages(ctx, fmt.Sprintf("other-%d", k))
+		if err != nil {
+			return 0, err
+		}
+		stored += live + archived
+	}
+	return stored, nil
 }
 
 // fillArchive gives NPC id an archived past of about tokens tokens: plain

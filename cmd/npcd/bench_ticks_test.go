@@ -12,7 +12,7 @@ import (
 
 func TestBenchTicksJSON(t *testing.T) {
 	var out, errb bytes.Buffer
-	args := []string{"bench", "ticks", "--npcs", "1,3", "--ticks", "6", "--history", "300", "--latency", "2ms", "--json"}
+	args := []string{"bench", "ticks", "--npcs", "1,3", "--ticks", "6", "--history", "300", "--others", "1500", "--latency", "2ms", "--json"}
 	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
 		t.Fatalf("bench ticks: %v\n%s", err, errb.String())
 	}
@@ -29,7 +29,7 @@ func TestBenchTicksJSON(t *testing.T) {
 		t.Fatalf("measurements %+v, want one for 1 and one for 3 NPCs", got)
 	}
 	for _, m := range got {
-		if m.Ticks != 6 || m.TicksPerS <= 0 || m.HistoryTokens != 300 || m.LatencyMS != 2 {
+		if m.Ticks != 6 || m.TicksPerS <= 0 || m.HistoryTokens != 300 || m.OtherMessages != 1500 || m.LatencyMS != 2 {
 			t.Errorf("measurement %+v: wrong counts or settings", m)
 		}
 		// Every tick calls the model once at least, and the fake model
@@ -45,6 +45,7 @@ func TestBenchTicksRefusesBadFlags(t *testing.T) {
 		{"--ticks", "0"},
 		{"--npcs", "0"},
 		{"--history", "-1"},
+		{"--others", "-1"},
 		{"--latency", "-1s"},
 		{"--workers", "0"},
 	} {
