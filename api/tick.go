@@ -150,7 +150,7 @@ func (s *Server) outcome(w http.ResponseWriter, r *http.Request) error {
 	}
 	n, err := strconv.ParseInt(r.PathValue("tick"), 10, 64)
 	if err != nil || n < 1 {
-		return badRequest("tick", "must be a positive integer")
+		return badRequest("{tick}", "must be a positive integer")
 	}
 	if _, err := parseQuery(r); err != nil {
 		return err

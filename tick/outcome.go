@@ -55,10 +55,13 @@ func (e *Engine) TickWithKey(ctx context.Context, id, key string) (*Result, erro
 		}
 		var err error
 		res, err = e.tick(ctx, id, key)
-		if errors.Is(err, character.ErrDuplicateKey) {
-			// Another process committed under the key first.
-			res, err = e.byKey(ctx, id, key)
-			replayed = err == nil
+		if err != nil && key != "" {
+			// Another process may have committed the same tick under the key
+			// first (this commit then failed on the tick or the key): its
+			// answer is the one to give.
+			if prev, kerr := e.byKey(ctx, id, key); kerr == nil {
+				res, err, replayed = prev, nil, true
+			}
 		}
 		return err
 	})
