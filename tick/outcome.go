@@ -148,7 +148,9 @@ func (e *Engine) idleKeyed(ctx context.Context, res *Result, key string) error {
 const (
 	DefaultFeedLimit = 100
 	MaxFeedLimit     = 1000
-	MaxFeedWait      = 60 * time.Second
+	// MaxFeedWait stays below the daemon's write timeout (the tick
+	// timeout, at least 1s, plus 30s).
+	MaxFeedWait = 30 * time.Second
 	// feedPoll is how often a waiting feed looks for ticks committed by
 	// another process, which do not wake it.
 	feedPoll = time.Second
@@ -210,6 +212,9 @@ func (e *Engine) Actions(ctx context.Context, fq FeedQuery) (*Feed, error) {
 		case <-ctx.Done():
 			t.Stop()
 			return feedOf(nil, fq.After)
+		case <-e.feed.stopped:
+			t.Stop()
+			return feedOf(nil, fq.After)
 		}
 		t.Stop()
 	}
@@ -229,13 +234,22 @@ func feedOf(os []character.TickOutcome, after int64) (*Feed, error) {
 	return f, nil
 }
 
+// StopFeed ends every wait of the action feed at once, now and later: a
+// daemon shutting down calls it so long polls do not hold the shutdown.
+// Feed reads still answer, without waiting.
+func (e *Engine) StopFeed() { e.feed.stopOnce.Do(func() { close(e.feed.stopped) }) }
+
 // feedSignal wakes feed readers when a tick commits.
 type feedSignal struct {
-	mu sync.Mutex
-	ch chan struct{}
+	mu       sync.Mutex
+	ch       chan struct{}
+	stopped  chan struct{} // closed by StopFeed
+	stopOnce sync.Once
 }
 
-func newFeedSignal() *feedSignal { return &feedSignal{ch: make(chan struct{})} }
+func newFeedSignal() *feedSignal {
+	return &feedSignal{ch: make(chan struct{}), stopped: make(chan struct{})}
+}
 
 // wait returns a channel closed at the next commit.
 func (s *feedSignal) wait() <-chan struct{} {

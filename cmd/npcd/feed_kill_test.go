@@ -173,6 +173,25 @@ func TestFeedLosesNothingAcrossKills(t *testing.T) {
 	}
 	d.stop(t)
 
+	// A long poll waiting when the daemon is asked to stop answers at once:
+	// with a shutdown timeout far below the poll's wait, a poll that held on
+	// would make the shutdown fail.
+	d = startBinary(t, bin, db, "NPCD_SHUTDOWN_TIMEOUT=2s")
+	polled := make(chan error, 1)
+	go func() {
+		var f tick.Feed
+		code, err := d.do(context.Background(), "GET", fmt.Sprintf("/v1/actions?after=%d&wait=30s", cursor), "", &f)
+		if err == nil && (code != http.StatusOK || len(f.Ticks) != 0) {
+			err = fmt.Errorf("answered %d with %d ticks", code, len(f.Ticks))
+		}
+		polled <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // let the poll wait (were it not yet, it would be refused or answered at once)
+	d.stop(t)
+	if err := <-polled; err != nil {
+		t.Errorf("long poll during shutdown: %v", err)
+	}
+
 	total := 0
 	for _, id := range npcs {
 		ticks := seen[id]

@@ -217,7 +217,7 @@ class Client:
                 npcs: Sequence[str] | None = None) -> Feed:
         """One page of the action feed: committed ticks after cursor after,
         in commit order. With nothing new, waits up to wait seconds (at most
-        60) for a commit."""
+        30) for a commit."""
         q: dict[str, str] = {"after": str(int(after))}
         if limit:
             q["limit"] = str(int(limit))
