@@ -6,9 +6,10 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8740"
 # Above npcd's default tick timeout (2 minutes), as the Go client's.
