@@ -29,7 +29,7 @@ import (
 // env is a real engine on a real SQLite file behind the API, served by
 // httptest.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *gorm.DB
 	chars   *character.Store
 	jour    *journal.Store
@@ -54,7 +54,7 @@ type envOpts struct {
 	sleeps        SleepSchedule
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	db := testdb.Open(t)
 	e := &env{t: t, db: db, chars: character.NewStore(db), jour: journal.NewStore(db), metrics: NewMetrics()}

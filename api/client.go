@@ -79,6 +79,17 @@ func (c *Client) PutNPC(ctx context.Context, id string, settings NPCSettings) (n
 	return npc, status == http.StatusCreated, nil
 }
 
+// CreateNPC creates NPC id only if it does not exist. An existing NPC is
+// left unchanged and the error is an *APIError with status 412 and code
+// "exists".
+func (c *Client) CreateNPC(ctx context.Context, id string, settings NPCSettings) (*NPC, error) {
+	npc := new(NPC)
+	if _, err := c.doWith(ctx, http.MethodPut, npcPath(id, ""), nil, http.Header{"If-None-Match": {"*"}}, settings, npc); err != nil {
+		return nil, err
+	}
+	return npc, nil
+}
+
 // GetNPC returns NPC id.
 func (c *Client) GetNPC(ctx context.Context, id string) (*NPC, error) {
 	npc := new(NPC)
@@ -112,11 +123,53 @@ func (c *Client) PostEvents(ctx context.Context, id string, events []Event) (Eve
 
 // Tick runs one tick of NPC id.
 func (c *Client) Tick(ctx context.Context, id string) (*TickResult, error) {
+	return c.TickWithKey(ctx, id, "")
+}
+
+// TickWithKey runs one tick of NPC id under an idempotency key: calling it
+// again with the same key (after a timeout, or from a restarted game)
+// returns the stored answer and ticks nothing. An empty key is Tick.
+func (c *Client) TickWithKey(ctx context.Context, id, key string) (*TickResult, error) {
+	var hdr http.Header
+	if key != "" {
+		hdr = http.Header{"Idempotency-Key": {key}}
+	}
 	res := new(TickResult)
-	if _, err := c.do(ctx, http.MethodPost, npcPath(id, "/tick"), nil, nil, res); err != nil {
+	if _, err := c.doWith(ctx, http.MethodPost, npcPath(id, "/tick"), nil, hdr, nil, res); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// GetTick returns what NPC id's committed tick n answered.
+func (c *Client) GetTick(ctx context.Context, id string, n int64) (*TickResult, error) {
+	res := new(TickResult)
+	if _, err := c.do(ctx, http.MethodGet, npcPath(id, "/ticks/"+strconv.FormatInt(n, 10)), nil, nil, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Actions reads the action feed after cursor after, waiting up to wait
+// for a tick when there is none (zero: answer at once); limit 0 is the
+// server's default, and npcs, when given, limits the feed to them. Pass
+// the returned Feed's Cursor as after next time.
+func (c *Client) Actions(ctx context.Context, after int64, limit int, wait time.Duration, npcs ...string) (*Feed, error) {
+	q := url.Values{"after": {strconv.FormatInt(after, 10)}}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
+	if len(npcs) > 0 {
+		q.Set("npc", strings.Join(npcs, ","))
+	}
+	out := new(Feed)
+	if _, err := c.do(ctx, http.MethodGet, "/v1/actions", q, nil, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // TickMany ticks the given NPCs in parallel; with none, every NPC with
@@ -371,6 +424,11 @@ func npcPath(id, rest string) string { return "/v1/npcs/" + url.PathEscape(id) +
 // a 2xx body into out (ignored when nil). It returns the status, or an
 // *APIError for any other status.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) (int, error) {
+	return c.doWith(ctx, method, path, q, nil, in, out)
+}
+
+// doWith is do with extra request headers.
+func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, hdr http.Header, in, out any) (int, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -393,6 +451,11 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, vs := range hdr {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

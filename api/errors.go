@@ -30,6 +30,7 @@ const (
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeConflict         = "conflict"
+	CodeExists           = "exists"
 	CodePayloadTooLarge  = "payload_too_large"
 	CodeInvalidSchema    = "invalid_schema"
 	CodeInvalidValue     = "invalid_value"
@@ -107,6 +108,7 @@ func classify(err error, npc string) problem {
 		ce  *tick.ConflictError
 		le  *llm.Error
 		nfe *inspect.NotFoundError
+		tnf *tick.NotFoundError
 	)
 	switch {
 	case errors.As(err, &re):
@@ -135,6 +137,10 @@ func classify(err error, npc string) problem {
 		return problem{status: http.StatusConflict, code: CodeConflict, message: ce.Error()}
 	case errors.Is(err, tick.ErrConflict), errors.Is(err, character.ErrNotAwaiting), errors.Is(err, character.ErrAlreadyAnswer):
 		return problem{status: http.StatusConflict, code: CodeConflict, message: "the request does not fit the npc's current state"}
+	case errors.Is(err, character.ErrExists):
+		return problem{status: http.StatusPreconditionFailed, code: CodeExists, message: fmt.Sprintf("npc %q already exists; it was left unchanged", npc)}
+	case errors.As(err, &tnf):
+		return problem{status: http.StatusNotFound, code: CodeNotFound, message: tnf.Error()}
 	case errors.As(err, &nfe):
 		return problem{status: http.StatusNotFound, code: CodeNotFound, message: nfe.Error()}
 	case errors.Is(err, character.ErrNotFound) && npc != "":

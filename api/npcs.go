@@ -17,9 +17,21 @@ func (s *Server) putNPC(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	created, err := s.deps.Engine.PutNPC(r.Context(), in.character(id))
-	if err != nil {
-		return err
+	var created bool
+	switch inm := r.Header.Get("If-None-Match"); inm {
+	case "":
+		if created, err = s.deps.Engine.PutNPC(r.Context(), in.character(id)); err != nil {
+			return err
+		}
+	case "*":
+		// Create only: a game registering its NPCs at every start keeps
+		// the settings edited since.
+		if err := s.deps.Engine.CreateNPC(r.Context(), in.character(id)); err != nil {
+			return err
+		}
+		created = true
+	default:
+		return badRequest("If-None-Match", "only * is supported (create the npc only if it does not exist)")
 	}
 	// Answer with what was stored, defaults and all, not with what was sent.
 	c, err := s.deps.NPCs.Get(r.Context(), id)

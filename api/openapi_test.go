@@ -174,6 +174,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Event": Event{}, "EventsRequest": EventsRequest{}, "EventsAccepted": EventsAccepted{},
 		"TickResult": tick.Result{}, "Action": tick.Action{}, "Usage": tick.Usage{}, "Compaction": tick.Compaction{},
 		"BatchTickRequest": BatchTickRequest{}, "BatchTickResponse": BatchTickResponse{}, "BatchError": BatchError{},
+		"Feed": Feed{}, "FeedTick": FeedTick{},
 		"ToolResult": ToolResult{}, "ToolResultsRequest": ToolResultsRequest{}, "ToolResultsAccepted": ToolResultsAccepted{},
 		"CompactRequest": CompactRequest{}, "CompactResponse": CompactResponse{},
 		"Message": Message{}, "ToolCall": ToolCall{}, "HistoryResponse": HistoryResponse{},

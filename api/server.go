@@ -53,11 +53,14 @@ func (c *Config) Validate() error {
 // Engine runs NPCs; *tick.Engine satisfies it.
 type Engine interface {
 	PutNPC(ctx context.Context, c *character.Character) (created bool, err error)
+	CreateNPC(ctx context.Context, c *character.Character) error
 	DeleteNPC(ctx context.Context, id string) error
 	PostEvents(ctx context.Context, id string, in []tick.EventInput) (accepted, duplicates int, err error)
 	PostToolResults(ctx context.Context, id string, results []tick.ToolResult) error
-	Tick(ctx context.Context, id string) (*tick.Result, error)
-	TickMany(ctx context.Context, ids []string) ([]*tick.Result, []tick.BatchError, error)
+	TickWithKey(ctx context.Context, id, key string) (*tick.Result, error)
+	TickManyWithKeys(ctx context.Context, ids []string, keys map[string]string) ([]*tick.Result, []tick.BatchError, error)
+	Outcome(ctx context.Context, id string, n int64) (*tick.Result, error)
+	Actions(ctx context.Context, fq tick.FeedQuery) (*tick.Feed, error)
 	Compact(ctx context.Context, id, instruction string) (*sleep.Record, error)
 	ClearContext(ctx context.Context, id string) error
 	Sleep(ctx context.Context, id string) (*sleep.Report, error)
@@ -193,6 +196,8 @@ func routeTable() []route {
 		{method: "POST", pattern: "/v1/npcs/{npc}/events", handle: (*Server).postEvents},
 		{method: "POST", pattern: "/v1/npcs/{npc}/tick", handle: (*Server).tick},
 		{method: "POST", pattern: "/v1/tick", handle: (*Server).tickMany},
+		{method: "GET", pattern: "/v1/npcs/{npc}/ticks/{tick}", handle: (*Server).outcome},
+		{method: "GET", pattern: "/v1/actions", handle: (*Server).actions},
 		{method: "POST", pattern: "/v1/npcs/{npc}/tool-results", handle: (*Server).postToolResults},
 		{method: "POST", pattern: "/v1/npcs/{npc}/compact", handle: (*Server).compact},
 		{method: "DELETE", pattern: "/v1/npcs/{npc}/context", handle: (*Server).clearContext},

@@ -108,7 +108,16 @@ type TickResult = tick.Result
 // ticks every NPC with pending events or posted tool results.
 type BatchTickRequest struct {
 	NPCs []string `json:"npcs"`
+	// Keys maps NPCs of NPCs to the idempotency key of their tick, as the
+	// Idempotency-Key header does for one NPC's tick.
+	Keys map[string]string `json:"keys,omitempty"`
 }
+
+// Feed is a page of the action feed, GET /v1/actions; see tick.Feed.
+type Feed = tick.Feed
+
+// FeedTick is one committed tick in the feed; see tick.FeedTick.
+type FeedTick = tick.FeedTick
 
 // BatchTickResponse answers POST /v1/tick: the results of the NPCs that
 // ticked and the failures of the others, each in request order.

@@ -10,4 +10,6 @@ var (
 	ErrInboxFull     = errors.New("character: inbox full")
 	ErrNotAwaiting   = errors.New("character: no such pending tool call")
 	ErrAlreadyAnswer = errors.New("character: tool call already answered")
+	ErrDuplicateKey  = errors.New("character: idempotency key already used")
+	ErrExists        = errors.New("character: already exists")
 )

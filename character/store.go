@@ -73,6 +73,9 @@ func Migrations() []store.Migration {
 			return tx.Model(&Character{}).Where("compaction_target IS NULL OR compaction_target = 0").
 				UpdateColumn("compaction_target", DefaultCompactionTarget).Error
 		},
+	}, {
+		Component: "character", Version: 3, Name: "tick outcomes",
+		Up: func(tx *gorm.DB) error { return tx.AutoMigrate(&TickOutcome{}) },
 	}}
 }
 
@@ -153,7 +156,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		if res.RowsAffected == 0 {
 			return fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
 		}
-		for _, m := range []any{&Message{}, &Event{}, &Profile{}, &Fact{}, &TickRecord{}} {
+		for _, m := range []any{&Message{}, &Event{}, &Profile{}, &Fact{}, &TickRecord{}, &TickOutcome{}} {
 			if err := tx.Where("character_id = ?", id).Delete(m).Error; err != nil {
 				return fmt.Errorf("delete npc %q: %w", id, err)
 			}

@@ -3,7 +3,9 @@
 // of each NPC while running different NPCs in parallel, keeps the context
 // within budget (masking and emergency compaction), assembles the prompt,
 // runs the model's step loop with tools, recovers from context overflow, and
-// commits each turn in one transaction.
+// commits each turn in one transaction, with the answer the game gets: a
+// tick under an idempotency key is never run twice, a committed answer can be
+// fetched again, and the action feed reads them in commit order.
 //
 // It must not import api or cmd. The API and cmd/npcd call it; it calls
 // character, journal, tools, sleep and llm.

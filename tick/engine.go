@@ -190,6 +190,7 @@ type Engine struct {
 	counters sync.Map // model name → *llm.Counter
 	toolsets sync.Map // npc id → cachedSet
 	history  *historyCache
+	feed     *feedSignal // wakes action feed readers
 
 	mu       sync.Mutex
 	closed   bool
@@ -219,7 +220,7 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 		deps.Clock = clockwork.NewRealClock()
 	}
 	return &Engine{cfg: cfg, deps: deps, locks: newNPCLocks(), sleeps: newNPCLocks(), sem: make(chan struct{}, cfg.MaxConcurrentCalls),
-		history: newHistoryCache(cfg.HistoryCacheBytes)}, nil
+		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal()}, nil
 }
 
 // Config returns the engine's configuration with defaults applied.

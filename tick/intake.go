@@ -268,6 +268,12 @@ const MaxBatchWorkers = 32
 // pending events or posted tool results. Results and errors keep the order of
 // ids; one NPC's failure does not stop the others.
 func (e *Engine) TickMany(ctx context.Context, ids []string) ([]*Result, []BatchError, error) {
+	return e.TickManyWithKeys(ctx, ids, nil)
+}
+
+// TickManyWithKeys is TickMany where keys maps NPC ids to the idempotency
+// key of their tick (see TickWithKey); NPCs it does not name tick without.
+func (e *Engine) TickManyWithKeys(ctx context.Context, ids []string, keys map[string]string) ([]*Result, []BatchError, error) {
 	if len(ids) == 0 {
 		var err error
 		if ids, err = e.deps.Characters.NPCsWithPending(ctx); err != nil {
@@ -283,7 +289,7 @@ func (e *Engine) TickMany(ctx context.Context, ids []string) ([]*Result, []Batch
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				results[i], errs[i] = e.Tick(ctx, ids[i])
+				results[i], errs[i] = e.TickWithKey(ctx, ids[i], keys[ids[i]])
 			}
 		}()
 	}

@@ -43,6 +43,18 @@ type Scheduler interface {
 // settings and tool schemas, and measures the fixed system text and tool
 // definitions once. It reports whether the NPC was created.
 func (e *Engine) PutNPC(ctx context.Context, c *character.Character) (created bool, err error) {
+	return e.putNPC(ctx, c, false)
+}
+
+// CreateNPC creates an NPC only if none has its id; otherwise it fails with
+// character.ErrExists and leaves the existing NPC as it is. A game that
+// registers its NPCs at every start uses it so edits made since survive.
+func (e *Engine) CreateNPC(ctx context.Context, c *character.Character) error {
+	_, err := e.putNPC(ctx, c, true)
+	return err
+}
+
+func (e *Engine) putNPC(ctx context.Context, c *character.Character, createOnly bool) (created bool, err error) {
 	if c.Model == "" {
 		c.Model = e.cfg.DefaultModel
 	}
@@ -71,6 +83,10 @@ func (e *Engine) PutNPC(ctx context.Context, c *character.Character) (created bo
 	}
 	c.State.SystemTokens, c.State.ToolTokens = fit.SystemTokens, fit.ToolTokens
 	err = e.withNPC(ctx, c.ID, func(ctx context.Context) error {
+		if createOnly {
+			created = true
+			return e.deps.Characters.Create(ctx, c)
+		}
 		created, err = e.deps.Characters.Put(ctx, c)
 		return err
 	})

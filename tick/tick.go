@@ -42,24 +42,7 @@ const unansweredResult = "(no result: new events arrived before the game answere
 // the turn. With nothing to answer it returns an idle result without calling
 // the model or writing anything. Ticks of one NPC never overlap.
 func (e *Engine) Tick(ctx context.Context, id string) (*Result, error) {
-	start := e.deps.Clock.Now()
-	var res *Result
-	err := e.withNPC(ctx, id, func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, e.cfg.TickTimeout)
-		defer cancel()
-		var err error
-		res, err = e.tick(ctx, id)
-		return err
-	})
-	if e.deps.Observer != nil {
-		e.deps.Observer.TickDone(id, e.deps.Clock.Since(start), res, err)
-	}
-	if err != nil {
-		e.deps.Log.Debug().Err(err).Str("npc", id).Msg("tick failed")
-		return nil, err
-	}
-	e.logTick(res, e.deps.Clock.Since(start))
-	return res, nil
+	return e.TickWithKey(ctx, id, "")
 }
 
 // logTick writes the one line an operator reads per tick: idle ticks at
@@ -107,9 +90,13 @@ type turnState struct {
 	// modelTime is the time spent in model calls, for the tick's log line.
 	modelTime time.Duration
 	recovery  string
+	// key is the tick's idempotency key; res is its answer, built and
+	// stored in the commit.
+	key string
+	res *Result
 }
 
-func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
+func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	cs := e.deps.Characters
 	// An idle tick — the commonest in a large world — reads one row.
 	g, err := cs.Glance(ctx, id)
@@ -117,7 +104,7 @@ func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
 		return nil, err
 	}
 	if !g.Pending && !g.NPC.State.Resume {
-		return e.idle(g.NPC), nil
+		return e.idleWithKey(ctx, g.NPC, key)
 	}
 	c, err := cs.Get(ctx, id)
 	if err != nil {
@@ -132,11 +119,11 @@ func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
 		return nil, err
 	}
 	if len(evs) == 0 && !c.State.Resume {
-		return e.idle(c), nil
+		return e.idleWithKey(ctx, c, key)
 	}
 	counter := e.Counter(c.Model)
 	evs, shown := fitEvents(evs, c, int(e.cfg.EventShare*float64(c.ContextWindow)), counter)
-	ts := &turnState{c: c, tick: c.State.Tick + 1, turn: c.State.Turn, gameTime: c.State.GameTime, events: evs}
+	ts := &turnState{c: c, tick: c.State.Tick + 1, turn: c.State.Turn, gameTime: c.State.GameTime, events: evs, key: key}
 
 	// A returns:true call still unanswered when new events arrive gets a
 	// placeholder result, so the model never sees a call without a result.
@@ -194,19 +181,23 @@ func (e *Engine) tick(ctx context.Context, id string) (*Result, error) {
 	if err := e.runModel(ctx, ts, set, working); err != nil {
 		return nil, err
 	}
-	after, err := e.commit(ctx, ts, counter)
-	if err != nil {
+	if _, err := e.commit(ctx, ts, counter); err != nil {
 		return nil, err
 	}
+	return ts.res, nil
+}
+
+// result is the turn's answer, given the NPC as the commit leaves it.
+func (ts *turnState) result(after *character.Character) *Result {
 	res := &Result{
-		NPC: id, Tick: ts.tick, Actions: ts.actions, Awaiting: callIDs(ts.awaiting), Text: ts.text,
+		NPC: ts.c.ID, Tick: ts.tick, Actions: ts.actions, Awaiting: callIDs(ts.awaiting), Text: ts.text,
 		Context: ContextOf(after), Compaction: CompactionOf(ts.comp), Usage: ts.usage, Recovery: ts.recovery,
-		InvalidCalls: ts.invalid, Warnings: Warnings(after), Events: len(evs), modelTime: ts.modelTime,
+		InvalidCalls: ts.invalid, Warnings: Warnings(after), Events: len(ts.events), modelTime: ts.modelTime,
 	}
 	if res.Actions == nil {
 		res.Actions = []Action{}
 	}
-	return res, nil
+	return res
 }
 
 // fitEvents returns the prefix of evs this tick consumes, within budget
@@ -232,6 +223,17 @@ func fitEvents(evs []character.Event, c *character.Character, budget int, counte
 		shown = append(shown, ev)
 	}
 	return taken, shown
+}
+
+// idleWithKey answers an idle tick, storing the answer under key if any.
+func (e *Engine) idleWithKey(ctx context.Context, c *character.Character, key string) (*Result, error) {
+	res := e.idle(c)
+	if key != "" {
+		if err := e.idleKeyed(ctx, res, key); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (e *Engine) idle(c *character.Character) *Result {
@@ -527,11 +529,22 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 		if n := len(ts.current); n > 0 {
 			rec.FirstMessageID, rec.LastMessageID = ts.current[0].ID, ts.current[n-1].ID
 		}
-		return cs.AddTick(ctx, rec)
+		if err := cs.AddTick(ctx, rec); err != nil {
+			return err
+		}
+		// The answer is stored with the turn, last: a game that never got
+		// it fetches it again, and the feed delivers it.
+		ts.res = ts.result(after)
+		o, err := outcomeOf(ts.res, ts.key, rec.At)
+		if err != nil {
+			return err
+		}
+		return cs.AddOutcome(ctx, o)
 	})
 	if err != nil {
 		return nil, err
 	}
+	e.feed.notify()
 	// Written through: the next tick finds the history it leaves in memory,
 	// unless another process had written to it since this tick read it.
 	if current {

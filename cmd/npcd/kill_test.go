@@ -137,9 +137,9 @@ type daemon struct {
 	tail   []string // the last lines of its log
 }
 
-// startBinary runs `npcd serve` on a free loopback port over db and waits
-// until it listens.
-func startBinary(t *testing.T, bin, db string) *daemon {
+// startBinary runs `npcd serve` on a free loopback port over db, with env
+// (KEY=value) added to its environment, and waits until it listens.
+func startBinary(t *testing.T, bin, db string, env ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "info")
 	for _, kv := range os.Environ() {
@@ -148,6 +148,7 @@ func startBinary(t *testing.T, bin, db string) *daemon {
 		}
 	}
 	cmd.Env = append(cmd.Env, "NPCD_WAL_CHECKPOINT=1s")
+	cmd.Env = append(cmd.Env, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -90,6 +90,8 @@ func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- strin
 		WriteTimeout:      cfg.TickTimeout + 30*time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	// Long polls of the action feed answer at once when shutdown begins.
+	srv.RegisterOnShutdown(a.engine.StopFeed)
 	log.Info().Str("addr", ln.Addr().String()).Str("db", cfg.DB).Str("model", cfg.Model).Str("version", version.String()).Msg("npcd listening")
 	for _, w := range startupWarnings(cfg) {
 		log.Warn().Msg(w)
