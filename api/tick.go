@@ -88,7 +88,7 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 	for i, id := range in.NPCs {
 		switch {
 		case !character.ValidID(id):
-			invalid[i] = BatchError{NPC: clipText(id, 80), Code: CodeBadRequest, Error: fmt.Sprintf("npcs[%d]: must be 1-64 characters of a-z 0-9 _ -", i)}
+			invalid[i] = BatchError{NPC: text.Clip(id, 80), Code: CodeBadRequest, Error: fmt.Sprintf("npcs[%d]: must be 1-64 characters of a-z 0-9 _ -", i)}
 			continue
 		case seen[id]:
 			return badRequest(fmt.Sprintf("npcs[%d]", i), "%q appears twice", id)
@@ -99,7 +99,7 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 	for npc, key := range in.Keys {
 		switch {
 		case !seen[npc]:
-			return badRequest("keys."+clipText(npc, 64), "names no npc of npcs")
+			return badRequest("keys."+text.Clip(npc, 64), "names no npc of npcs")
 		case !tick.ValidKey(key):
 			return badRequest("keys."+npc, "must be 1-%d printable ASCII characters without spaces", tick.MaxKeyBytes)
 		}
