@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/npcd/npcd/internal/text"
-	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -53,7 +52,6 @@ type Compactor struct {
 	fallback llm.Chatter
 	clock    clockwork.Clock
 	log      zerolog.Logger
-	counters sync.Map
 }
 
 // NewCompactor builds a compactor.
@@ -80,14 +78,6 @@ func Migrations() []store.Migration {
 		Component: "sleep", Version: 1, Name: "compactions",
 		Up: func(tx *gorm.DB) error { return tx.AutoMigrate(&Record{}) },
 	}}
-}
-
-func (c *Compactor) counter(model string) *llm.Counter {
-	if v, ok := c.counters.Load(model); ok {
-		return v.(*llm.Counter)
-	}
-	v, _ := c.counters.LoadOrStore(model, llm.NewCounter(model))
-	return v.(*llm.Counter)
 }
 
 func (c *Compactor) modelFor(ch *character.Character) llm.Chatter {
@@ -189,7 +179,7 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 	rec := &Record{CharacterID: ch.ID, Trigger: p.Trigger, Summarizer: s.Summarizer, FallbackReason: s.FallbackReason,
 		Instruction: p.Instruction, MessagesCompacted: len(p.SpanIDs()), Tick: ch.State.Tick, GameTime: ch.State.GameTime, CreatedAt: now}
 	rec.FirstMessageID, rec.LastMessageID = p.Span[0].ID, p.Span[len(p.Span)-1].ID
-	counter := c.counter(ch.Model)
+	counter := llm.NewCounter(ch.Model)
 	err := c.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		cs := c.chars.WithTx(tx)
 		js := c.journal.WithTx(tx)

@@ -187,7 +187,6 @@ type Engine struct {
 	locks    *npcLocks
 	sleeps   *npcLocks // one sleep per NPC at a time, apart from ticks
 	sem      chan struct{}
-	counters sync.Map // model name → *llm.Counter
 	toolsets sync.Map // npc id → cachedSet
 	history  *historyCache
 	feed     *feedSignal // wakes action feed readers
@@ -274,11 +273,7 @@ func (e *Engine) WithNPCLock(ctx context.Context, id string, fn func(ctx context
 
 // Counter returns the token counter for model.
 func (e *Engine) Counter(model string) *llm.Counter {
-	if c, ok := e.counters.Load(model); ok {
-		return c.(*llm.Counter)
-	}
-	c, _ := e.counters.LoadOrStore(model, llm.NewCounter(model))
-	return c.(*llm.Counter)
+	return llm.NewCounter(model)
 }
 
 // modelFor picks who answers an NPC.
