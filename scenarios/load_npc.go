@@ -7,13 +7,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/go-co-op/gocron/v2"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tick"
 	"github.com/npcd/npcd/tools"
 )
@@ -208,11 +207,7 @@ func (l *loader) checkNPC(n *yaml.Node, field string, where map[string]*yaml.Nod
 		if tz == "" {
 			tz = "UTC"
 		}
-		loc, err := time.LoadLocation(tz)
-		if err == nil {
-			err = gocron.NewDefaultCron(false).IsValid(c.Sleep.Cron, loc, l.sc.Start)
-		}
-		if err != nil {
+		if err := sleep.CheckCron(c.Sleep.Cron, tz, l.sc.Start); err != nil {
 			l.errorf(at("sleep.cron"), join(field, "sleep.cron"), "%q is not a cron expression (minute hour day month weekday): %v", c.Sleep.Cron, err)
 			return
 		}

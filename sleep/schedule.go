@@ -43,7 +43,6 @@ type Scheduler struct {
 	s       gocron.Scheduler
 	sleeper Sleeper
 	loc     *time.Location
-	parser  gocron.Cron
 
 	mu   sync.Mutex
 	jobs map[string]scheduled
@@ -78,8 +77,8 @@ func NewScheduler(cfg ScheduleConfig, sleeper Sleeper) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sleep: default time zone %q: %w", cfg.DefaultTimezone, err)
 	}
-	sc := &Scheduler{cfg: cfg, sleeper: sleeper, loc: loc, parser: gocron.NewDefaultCron(false), jobs: map[string]scheduled{}}
-	if err := sc.validCron(cfg.DefaultCron, cfg.DefaultTimezone); err != nil {
+	sc := &Scheduler{cfg: cfg, sleeper: sleeper, loc: loc, jobs: map[string]scheduled{}}
+	if err := CheckCron(cfg.DefaultCron, cfg.DefaultTimezone, cfg.Clock.Now()); err != nil {
 		return nil, fmt.Errorf("sleep: default schedule: %w", err)
 	}
 	sc.s, err = gocron.NewScheduler(gocron.WithClock(cfg.Clock), gocron.WithLocation(loc), gocron.WithStopTimeout(cfg.Timeout))
@@ -89,7 +88,11 @@ func NewScheduler(cfg ScheduleConfig, sleeper Sleeper) (*Scheduler, error) {
 	return sc, nil
 }
 
-func (sc *Scheduler) validCron(expr, tz string) error {
+// CheckCron reports whether expr (minute hour day month weekday) is a
+// schedule sleeps can run on in time zone tz, as of now. The time zone goes
+// in tz, never in the expression. The daemon and the scenario loader both
+// check schedules with it.
+func CheckCron(expr, tz string, now time.Time) error {
 	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
 		return errors.New("give the time zone in sleep.timezone, not in the expression")
 	}
@@ -97,7 +100,7 @@ func (sc *Scheduler) validCron(expr, tz string) error {
 	if err != nil {
 		return err
 	}
-	return sc.parser.IsValid(expr, loc, sc.cfg.Clock.Now())
+	return gocron.NewDefaultCron(false).IsValid(expr, loc, now)
 }
 
 // crontab is an NPC's schedule with its time zone, the world's defaults
@@ -122,7 +125,7 @@ func (sc *Scheduler) Check(c *character.Character) error {
 	if c.Sleep.Cron == "" {
 		return nil
 	}
-	if err := sc.validCron(c.Sleep.Cron, tz); err != nil {
+	if err := CheckCron(c.Sleep.Cron, tz, sc.cfg.Clock.Now()); err != nil {
 		return &character.FieldError{Field: "sleep.cron", Message: fmt.Sprintf("%q is not a cron expression (minute hour day month weekday): %v", c.Sleep.Cron, err)}
 	}
 	return nil

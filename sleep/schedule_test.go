@@ -213,3 +213,23 @@ func TestScheduleRefusesBadSettings(t *testing.T) {
 		t.Error("a bad default schedule was accepted")
 	}
 }
+
+// One rule checks a sleep schedule, for the daemon and the scenario loader.
+func TestCheckCron(t *testing.T) {
+	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		expr, tz string
+		ok       bool
+	}{
+		{"0 22 * * *", "UTC", true},
+		{"30 6 * * 1-5", "Europe/Paris", true},
+		{"0 25 * * *", "UTC", false},
+		{"every night", "UTC", false},
+		{"CRON_TZ=UTC 0 22 * * *", "UTC", false},
+		{"0 22 * * *", "Mars/Olympus", false},
+	} {
+		if err := CheckCron(tt.expr, tt.tz, now); (err == nil) != tt.ok {
+			t.Errorf("CheckCron(%q, %q) = %v, want ok %v", tt.expr, tt.tz, err, tt.ok)
+		}
+	}
+}
