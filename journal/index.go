@@ -50,6 +50,9 @@ type npcIndex struct {
 	// it: the NPC's own BM25 statistics and the keyword channel's index.
 	post     map[string][]posting
 	postings int
+	// family lists, for each morphological family (familyKey), the keys
+	// of post in it, for query expansion.
+	family   map[string][]string
 	dl       []uint32 // length of each item in words
 	totalLen int64
 	kwScores []float32 // scratch for keyword scores, reused by each search
@@ -69,12 +72,12 @@ type npcIndex struct {
 }
 
 func newIndex(npc string) *npcIndex {
-	return &npcIndex{npc: npc, pos: map[itemKey]int32{}, userRank: map[int32]int32{}, pending: map[int32]string{}, post: map[string][]posting{}}
+	return &npcIndex{npc: npc, pos: map[itemKey]int32{}, userRank: map[int32]int32{}, pending: map[int32]string{}, post: map[string][]posting{}, family: map[string][]string{}}
 }
 
 func (x *npcIndex) bytes() int64 {
 	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
-		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48
+		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64
 }
 
 // add appends an item with its text and returns its position.

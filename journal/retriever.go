@@ -28,6 +28,7 @@ const (
 	DefaultRecencyWeight    = 0.15
 	DefaultImportanceWeight = 0.10
 	DefaultNeighbourWeight  = 0.5
+	DefaultExpansionWeight  = 0.5
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 240
@@ -97,6 +98,7 @@ func (r *Retriever) Flush(ctx context.Context) error {
 
 type retrieverConfig struct {
 	wVec, wKw, wRec, wImp, wNeighbour float64
+	wExpand                           float64
 	halfLife                          time.Duration
 	cacheBytes                        int64
 	maxEmbed                          int
@@ -161,6 +163,21 @@ func WithNeighbours(w float64) Option {
 			return fmt.Errorf("%w: neighbour weight %v", ErrBadOption, w)
 		}
 		r.cfg.wNeighbour = w
+		return nil
+	}
+}
+
+// WithExpansion sets the weight, beside 1 for the query's own words, of
+// the words of the NPC's memory that share a query word's root (Porter
+// stem) without sharing its light stem: "adoption" for "adopt",
+// "educate" for "education", "happy" for "happiness" (default 0.5; 0 turns expansion off). It must
+// be in [0, 1].
+func WithExpansion(w float64) Option {
+	return func(r *Retriever) error {
+		if w < 0 || w > 1 || math.IsNaN(w) {
+			return fmt.Errorf("%w: expansion weight %v", ErrBadOption, w)
+		}
+		r.cfg.wExpand = w
 		return nil
 	}
 }
@@ -260,7 +277,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 	}
 	r := &Retriever{store: s, log: zerolog.Nop(), npcs: map[string]*npcIndex{}, cfg: retrieverConfig{
 		wVec: DefaultVectorWeight, wKw: DefaultKeywordWeight, wRec: DefaultRecencyWeight, wImp: DefaultImportanceWeight,
-		wNeighbour: DefaultNeighbourWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
+		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
 		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
 	}}
