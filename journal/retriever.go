@@ -22,8 +22,8 @@ import (
 
 // Retrieval defaults.
 const (
-	DefaultVectorWeight     = 0.7
-	DefaultKeywordWeight    = 0.3
+	DefaultVectorWeight     = 0.3
+	DefaultKeywordWeight    = 0.7
 	DefaultHalfLife         = 30 * 24 * time.Hour
 	DefaultRecencyWeight    = 0.15
 	DefaultImportanceWeight = 0.10
@@ -113,8 +113,9 @@ type retrieverConfig struct {
 type Option func(*Retriever) error
 
 // WithWeights sets the weights of vector and keyword similarity in the
-// relevance of a result (default 0.7 and 0.3). Both must be ≥ 0 and at
-// least one > 0; they are used as given, not normalized.
+// relevance of a result (default 0.3 and 0.7: the offline embedder hashes
+// word forms, so it mostly repeats BM25 and earns the smaller weight). Both
+// must be ≥ 0 and at least one > 0; they are used as given, not normalized.
 func WithWeights(vector, keyword float64) Option {
 	return func(r *Retriever) error {
 		if vector < 0 || keyword < 0 || vector+keyword == 0 || math.IsNaN(vector+keyword) || math.IsInf(vector+keyword, 0) {
