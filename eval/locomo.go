@@ -107,7 +107,6 @@ var Ablations = map[string]string{
 	"importance": "no importance",
 	"dates":      "relative dates kept as said, not grounded",
 	"morphology": "no expansion of query words to words of the same root",
-	"synonyms":   "no expansion of query words to their WordNet synonyms",
 }
 
 // ablation returns the retrieval options that switch signal name off, and
@@ -126,8 +125,6 @@ func ablation(name string) (opts []journal.Option, rawDates bool) {
 		return []journal.Option{journal.WithRecency(0, journal.DefaultImportanceWeight)}, false
 	case "importance":
 		return []journal.Option{journal.WithRecency(journal.DefaultRecencyWeight, 0)}, false
-	case "synonyms":
-		return []journal.Option{journal.WithSynonyms(0)}, false
 	case "morphology":
 		return []journal.Option{journal.WithExpansion(0)}, false
 	case "dates":

@@ -122,19 +122,11 @@ func (x *npcIndex) addPostings(p int32, text string) {
 // df is how many of the NPC's items contain the word w.
 func (x *npcIndex) df(w string) int { return len(x.post[termKey(w)]) }
 
-// expansion is the weight of the words a query's terms expand to, beside 1
-// for the terms themselves; 0 turns a kind of expansion off.
-type expansion struct {
-	family   float64 // words of the same root (see familyKey)
-	synonyms float64 // synonyms from the offline table (see synonyms)
-}
-
 // queryKeys returns the index keys a query's terms look up, each with its
-// weight: the terms' own keys at 1; then the other keys of the NPC's index
-// in the same morphological family (familyKey) at exp.family, so "adopt"
-// finds "adoption" below a text that says "adopt"; then the terms'
-// synonyms at exp.synonyms. A key is looked up once, at its first weight.
-func (x *npcIndex) queryKeys(terms []string, exp expansion) (keys []string, weights []float64) {
+// weight: the terms' own keys at 1, and, when expand > 0, the other keys of
+// the NPC's index in the same morphological family (familyKey) at expand,
+// so "adopt" finds "adoption" below a text that says "adopt".
+func (x *npcIndex) queryKeys(terms []string, expand float64) (keys []string, weights []float64) {
 	seen := make(map[string]bool, len(terms))
 	for _, t := range terms {
 		if k := termKey(t); !seen[k] {
@@ -142,32 +134,25 @@ func (x *npcIndex) queryKeys(terms []string, exp expansion) (keys []string, weig
 			keys, weights = append(keys, k), append(weights, 1)
 		}
 	}
-	add := func(ks []string, w float64) {
-		for _, k := range ks {
+	if expand <= 0 {
+		return keys, weights
+	}
+	for _, t := range terms {
+		for _, k := range x.family[familyKey(t)] {
 			if !seen[k] {
 				seen[k] = true
-				keys, weights = append(keys, k), append(weights, w)
+				keys, weights = append(keys, k), append(weights, expand)
 			}
-		}
-	}
-	if exp.family > 0 {
-		for _, t := range terms {
-			add(x.family[familyKey(t)], exp.family)
-		}
-	}
-	if exp.synonyms > 0 {
-		table := synonyms()
-		for _, t := range terms {
-			add(table[termKey(t)], exp.synonyms)
 		}
 	}
 	return keys, weights
 }
 
-// keyword ranks the NPC's items by BM25 for the query's terms (expanded
-// by exp, see queryKeys) and returns at most limit of each kind, best
-// first per kind. Only the postings of the looked-up keys are read.
-func (x *npcIndex) keyword(terms []string, limit int, exp expansion) []kwHit {
+// keyword ranks the NPC's items by BM25 for the query's terms (and their
+// family at weight expand, see queryKeys) and returns at most limit of
+// each kind, best first per kind. Only the postings of the looked-up keys
+// are read.
+func (x *npcIndex) keyword(terms []string, limit int, expand float64) []kwHit {
 	n := len(x.items)
 	if n == 0 || limit <= 0 || len(terms) == 0 {
 		return nil
@@ -181,7 +166,7 @@ func (x *npcIndex) keyword(terms []string, limit int, exp expansion) []kwHit {
 	if avgdl <= 0 {
 		avgdl = 1
 	}
-	keys, weights := x.queryKeys(terms, exp)
+	keys, weights := x.queryKeys(terms, expand)
 	for i, k := range keys {
 		ps := x.post[k]
 		if len(ps) == 0 {

@@ -29,7 +29,6 @@ const (
 	DefaultImportanceWeight = 0.10
 	DefaultNeighbourWeight  = 0.5
 	DefaultExpansionWeight  = 0.5
-	DefaultSynonymWeight    = 0.1
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 240
@@ -99,7 +98,7 @@ func (r *Retriever) Flush(ctx context.Context) error {
 
 type retrieverConfig struct {
 	wVec, wKw, wRec, wImp, wNeighbour float64
-	wExpand, wSynonym                 float64
+	wExpand                           float64
 	halfLife                          time.Duration
 	cacheBytes                        int64
 	maxEmbed                          int
@@ -180,21 +179,6 @@ func WithExpansion(w float64) Option {
 			return fmt.Errorf("%w: expansion weight %v", ErrBadOption, w)
 		}
 		r.cfg.wExpand = w
-		return nil
-	}
-}
-
-// WithSynonyms sets the weight, beside 1 for the query's own words, of the
-// query words' synonyms from the offline table made from WordNet: the
-// other common words of a word's most frequent sense ("purchase" for
-// "buy", "kid" for "child"); default 0.3, 0 turns synonyms off. It must be
-// in [0, 1].
-func WithSynonyms(w float64) Option {
-	return func(r *Retriever) error {
-		if w < 0 || w > 1 || math.IsNaN(w) {
-			return fmt.Errorf("%w: synonym weight %v", ErrBadOption, w)
-		}
-		r.cfg.wSynonym = w
 		return nil
 	}
 }
@@ -294,7 +278,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 	}
 	r := &Retriever{store: s, log: zerolog.Nop(), npcs: map[string]*npcIndex{}, cfg: retrieverConfig{
 		wVec: DefaultVectorWeight, wKw: DefaultKeywordWeight, wRec: DefaultRecencyWeight, wImp: DefaultImportanceWeight,
-		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wSynonym: DefaultSynonymWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
+		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
 		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
 	}}

@@ -96,7 +96,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		return nil, err
 	}
 	pool := max(r.cfg.pool, 4*k)
-	hits := x.keyword(terms, pool, expansion{family: r.cfg.wExpand, synonyms: r.cfg.wSynonym})
+	hits := x.keyword(terms, pool, r.cfg.wExpand)
 	ranked := r.rank(x, qv != nil, hits, pool, now)
 	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x))
 	if err != nil {
