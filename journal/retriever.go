@@ -29,6 +29,7 @@ const (
 	DefaultImportanceWeight = 0.10
 	DefaultNeighbourWeight  = 0.5
 	DefaultExpansionWeight  = 0.5
+	DefaultEntityWeight     = 0.5
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 240
@@ -98,7 +99,7 @@ func (r *Retriever) Flush(ctx context.Context) error {
 
 type retrieverConfig struct {
 	wVec, wKw, wRec, wImp, wNeighbour float64
-	wExpand                           float64
+	wExpand, wEntity                  float64
 	halfLife                          time.Duration
 	cacheBytes                        int64
 	maxEmbed                          int
@@ -179,6 +180,20 @@ func WithExpansion(w float64) Option {
 			return fmt.Errorf("%w: expansion weight %v", ErrBadOption, w)
 		}
 		r.cfg.wExpand = w
+		return nil
+	}
+}
+
+// WithEntity sets how much a result by or about someone the query names
+// gains: the perceived messages that person spoke or did, the memories
+// about them. Their relevance is multiplied by 1 + w (default 0.5; 0 turns
+// it off). It must be in [0, 4].
+func WithEntity(w float64) Option {
+	return func(r *Retriever) error {
+		if w < 0 || w > 4 || math.IsNaN(w) {
+			return fmt.Errorf("%w: entity weight %v", ErrBadOption, w)
+		}
+		r.cfg.wEntity = w
 		return nil
 	}
 }
@@ -278,7 +293,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 	}
 	r := &Retriever{store: s, log: zerolog.Nop(), npcs: map[string]*npcIndex{}, cfg: retrieverConfig{
 		wVec: DefaultVectorWeight, wKw: DefaultKeywordWeight, wRec: DefaultRecencyWeight, wImp: DefaultImportanceWeight,
-		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
+		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
 		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
 	}}
