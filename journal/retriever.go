@@ -29,7 +29,7 @@ const (
 	DefaultImportanceWeight = 0.10
 	DefaultNeighbourWeight  = 0.5
 	DefaultExpansionWeight  = 0.5
-	DefaultEntityWeight     = 0.5
+	DefaultEntityWeight     = 0.25
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 240
