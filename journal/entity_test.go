@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"math"
 	"testing"
 )
 
@@ -15,22 +16,29 @@ func TestEntityRaisesWhatTheNamedSaid(t *testing.T) {
 		"Tobin says: my three goats graze by the old mill every morning.",
 	}, []string{"e1", "e2", "e3", "e4"})
 	ctx := context.Background()
-	top := func(r *Retriever) string {
+	search := func(r *Retriever) []Result {
 		t.Helper()
 		rs, err := r.Search(ctx, "npc", "what goats does Tobin keep", 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rs) == 0 {
-			t.Fatal("no results")
+		if len(rs) != 2 {
+			t.Fatalf("%d results", len(rs))
 		}
-		return rs[0].Sources.EventRefs[0]
+		return rs
 	}
-	if got := top(e.retriever(t, WithWindow(0, 1, 0), WithEntity(0))); got != "e1" {
+	if got := search(e.retriever(t, WithWindow(0, 1, 0), WithEntity(0)))[0].Sources.EventRefs[0]; got != "e1" {
 		t.Fatalf("without the entity signal the line that repeats the words leads, got %s", got)
 	}
-	if got := top(e.retriever(t, WithWindow(0, 1, 0))); got != "e4" {
+	if got := search(e.retriever(t, WithWindow(0, 1, 0), WithEntity(1)))[0].Sources.EventRefs[0]; got != "e4" {
 		t.Fatalf("what Tobin said must lead a question about Tobin, got %s", got)
+	}
+	// By default the gain is there, on Tobin's line only, and in the parts.
+	for _, res := range search(e.retriever(t, WithWindow(0, 1, 0))) {
+		gain, tobin := res.Parts[PartEntity], res.Sources.EventRefs[0] == "e4"
+		if tobin != (gain > 0) || (tobin && math.Abs(gain-DefaultEntityWeight*(res.Parts[PartRelevance]-gain)) > 1e-9) {
+			t.Fatalf("%q: entity part %v, relevance %v", res.Content, gain, res.Parts[PartRelevance])
+		}
 	}
 }
 
