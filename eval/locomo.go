@@ -106,6 +106,8 @@ var Ablations = map[string]string{
 	"recency":    "no recency on the game clock",
 	"importance": "no importance",
 	"dates":      "relative dates kept as said, not grounded",
+	"morphology": "no expansion of query words to words of the same root",
+	"entity":     "no gain for what the people a query names said or are",
 }
 
 // ablation returns the retrieval options that switch signal name off, and
@@ -124,6 +126,10 @@ func ablation(name string) (opts []journal.Option, rawDates bool) {
 		return []journal.Option{journal.WithRecency(0, journal.DefaultImportanceWeight)}, false
 	case "importance":
 		return []journal.Option{journal.WithRecency(journal.DefaultRecencyWeight, 0)}, false
+	case "entity":
+		return []journal.Option{journal.WithEntity(0)}, false
+	case "morphology":
+		return []journal.Option{journal.WithExpansion(0)}, false
 	case "dates":
 		return nil, true
 	}

@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/kljensen/snowball/english"
 	"golang.org/x/text/runes"
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
@@ -61,20 +62,35 @@ func fold(w string) string {
 	return out
 }
 
+// familyKey is the Porter (Snowball) stem of a word: the key of its
+// morphological family. The light stem of termKey keeps "adoption"
+// and "adopt", "education" and "educate" apart, which is right for ranking a text by its
+// own words; the family joins them, so a query can reach the words of the
+// same root at a lower weight (see WithExpansion). Snowball keeps agent
+// nouns apart ("painter" is not "paint"), which keeps the family narrow.
+func familyKey(w string) string {
+	return english.Stem(fold(w), false)
+}
+
 // indexTerms counts the indexed words of text by key and returns the
-// text's length in words (what BM25 normalizes by). Stop words and words of
-// one letter count toward the length but are not indexed, as Terms drops
-// them from queries.
-func indexTerms(text string) (map[string]int, int) {
+// text's length in words (what BM25 normalizes by), and one word as written
+// for each key. Stop words and words of one letter count toward the length
+// but are not indexed, as Terms drops them from queries.
+func indexTerms(text string) (counts map[string]int, surface map[string]string, n int) {
 	words := ftsWords(text)
-	counts := make(map[string]int, len(words))
+	counts = make(map[string]int, len(words))
+	surface = make(map[string]string, len(words))
 	for _, w := range words {
 		if !searchable(w) {
 			continue
 		}
-		counts[termKey(w)]++
+		k := termKey(w)
+		if counts[k] == 0 {
+			surface[k] = w
+		}
+		counts[k]++
 	}
-	return counts, len(words)
+	return counts, surface, len(words)
 }
 
 // searchable reports whether a lowercase word is a search term (see Terms).
@@ -90,8 +106,12 @@ func searchable(w string) bool {
 
 // addPostings indexes the words of item p.
 func (x *npcIndex) addPostings(p int32, text string) {
-	counts, n := indexTerms(text)
+	counts, surface, n := indexTerms(text)
 	for k, tf := range counts {
+		if len(x.post[k]) == 0 {
+			f := familyKey(surface[k])
+			x.family[f] = append(x.family[f], k)
+		}
 		x.post[k] = append(x.post[k], posting{p: p, tf: uint16(min(tf, math.MaxUint16))})
 		x.postings++
 	}
@@ -102,10 +122,37 @@ func (x *npcIndex) addPostings(p int32, text string) {
 // df is how many of the NPC's items contain the word w.
 func (x *npcIndex) df(w string) int { return len(x.post[termKey(w)]) }
 
-// keyword ranks the NPC's items by BM25 for the query's terms and returns
-// at most limit of each kind, best first per kind. Only the postings of the
-// query's terms are read.
-func (x *npcIndex) keyword(terms []string, limit int) []kwHit {
+// queryKeys returns the index keys a query's terms look up, each with its
+// weight: the terms' own keys at 1, and, when expand > 0, the other keys of
+// the NPC's index in the same morphological family (familyKey) at expand,
+// so "adopt" finds "adoption" below a text that says "adopt".
+func (x *npcIndex) queryKeys(terms []string, expand float64) (keys []string, weights []float64) {
+	seen := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		if k := termKey(t); !seen[k] {
+			seen[k] = true
+			keys, weights = append(keys, k), append(weights, 1)
+		}
+	}
+	if expand <= 0 {
+		return keys, weights
+	}
+	for _, t := range terms {
+		for _, k := range x.family[familyKey(t)] {
+			if !seen[k] {
+				seen[k] = true
+				keys, weights = append(keys, k), append(weights, expand)
+			}
+		}
+	}
+	return keys, weights
+}
+
+// keyword ranks the NPC's items by BM25 for the query's terms (and their
+// family at weight expand, see queryKeys) and returns at most limit of
+// each kind, best first per kind. Only the postings of the looked-up keys
+// are read.
+func (x *npcIndex) keyword(terms []string, limit int, expand float64) []kwHit {
 	n := len(x.items)
 	if n == 0 || limit <= 0 || len(terms) == 0 {
 		return nil
@@ -119,19 +166,14 @@ func (x *npcIndex) keyword(terms []string, limit int) []kwHit {
 	if avgdl <= 0 {
 		avgdl = 1
 	}
-	seen := make(map[string]bool, len(terms))
-	for _, t := range terms {
-		k := termKey(t)
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
+	keys, weights := x.queryKeys(terms, expand)
+	for i, k := range keys {
 		ps := x.post[k]
 		if len(ps) == 0 {
 			continue
 		}
 		d := float64(len(ps))
-		idf := math.Log(1 + (float64(n)-d+0.5)/(d+0.5))
+		idf := weights[i] * math.Log(1+(float64(n)-d+0.5)/(d+0.5))
 		for _, e := range ps {
 			tf := float64(e.tf)
 			norm := bm25K1 * (1 - bm25B + bm25B*float64(x.dl[e.p])/avgdl)

@@ -86,26 +86,26 @@ func TestKeywordBM25(t *testing.T) {
 		}
 		return 0
 	}
-	hits := x.keyword([]string{"sword"}, 10)
+	hits := x.keyword([]string{"sword"}, 10, 0)
 	if s0, s1 := score(hits, 1), score(hits, 2); !(s0 > s1 && s1 > 0) {
 		t.Fatalf("a shorter row must score higher: %v vs %v", s0, s1)
 	}
 	if score(hits, 7) <= score(hits, 1) {
 		t.Fatalf("two occurrences (stemmed, any case) must beat one in a row of like length: %v", hits)
 	}
-	hits = x.keyword([]string{"sword", "forge"}, 10)
+	hits = x.keyword([]string{"sword", "forge"}, 10, 0)
 	if score(hits, 2) <= score(hits, 4) {
 		t.Fatalf("a row with both words must beat a row with the common one: %v", hits)
 	}
 	if s3, s4 := score(hits, 3), score(hits, 4); !(s3 > 0 && s4 > 0) || score(hits, 3) <= score(hits, 2)/10 {
 		t.Fatalf("journal and message rows are ranked alike: %v", hits)
 	}
-	if hits := x.keyword([]string{"cafe", "ferme"}, 10); len(hits) != 1 || hits[0].id != 6 {
+	if hits := x.keyword([]string{"cafe", "ferme"}, 10, 0); len(hits) != 1 || hits[0].id != 6 {
 		t.Fatalf("diacritics must be ignored on both sides: %v", hits)
 	}
 	// limit applies per kind, best first.
-	all := x.keyword([]string{"forge"}, 10)
-	hits = x.keyword([]string{"forge"}, 1)
+	all := x.keyword([]string{"forge"}, 10, 0)
+	hits = x.keyword([]string{"forge"}, 1, 0)
 	if len(hits) != 2 || hits[0].kind == hits[1].kind {
 		t.Fatalf("one hit per kind expected: %v", hits)
 	}
@@ -116,13 +116,52 @@ func TestKeywordBM25(t *testing.T) {
 			}
 		}
 	}
-	if x.keyword([]string{"unknown"}, 10) != nil || x.keyword(nil, 10) != nil {
+	if x.keyword([]string{"unknown"}, 10, 0) != nil || x.keyword(nil, 10, 0) != nil {
 		t.Fatal("no term, no hit")
 	}
 	// Scores are not left behind in the scratch between searches.
-	a := x.keyword([]string{"sword"}, 10)
-	b := x.keyword([]string{"sword"}, 10)
+	a := x.keyword([]string{"sword"}, 10, 0)
+	b := x.keyword([]string{"sword"}, 10, 0)
 	if !cmp.Equal(a, b, cmp.AllowUnexported(kwHit{})) {
 		t.Fatalf("repeated search differs: %v vs %v", a, b)
+	}
+}
+
+func TestKeywordExpansion(t *testing.T) {
+	x := newIndex("n")
+	for i, text := range []string{
+		"they plan an adoption",            // 1: same root as "adopt"
+		"we adopt the dog at the lake",     // 2: the query's own word
+		"an education in the capital",      // 3
+		"they want to educate the orphans", // 4: same root as "education"
+		"the lake froze",                   // 5
+	} {
+		x.add(item{id: int64(i + 1), kind: kindMessage}, text)
+	}
+	ids := func(hits []kwHit) []int64 {
+		var out []int64
+		for _, h := range hits {
+			out = append(out, h.id)
+		}
+		return out
+	}
+	if got := ids(x.keyword([]string{"adopt"}, 10, 0)); !cmp.Equal(got, []int64{2}) {
+		t.Fatalf("without expansion only the own word matches: %v", got)
+	}
+	hits := x.keyword([]string{"adopt"}, 10, 0.5)
+	if got := ids(hits); !cmp.Equal(got, []int64{2, 1}) {
+		t.Fatalf("expansion must reach the adoption, below the adopt: %v", got)
+	}
+	if got := ids(x.keyword([]string{"education"}, 10, 0.5)); !cmp.Equal(got, []int64{3, 4}) {
+		t.Fatalf("education must reach educate below itself: %v", got)
+	}
+	// The weight scales what a family word adds.
+	low := x.keyword([]string{"adopt"}, 10, 0.25)
+	if !(low[1].score < hits[1].score && low[1].score > 0) || low[0].score != hits[0].score {
+		t.Fatalf("a lower weight must lower only the family's score: %v vs %v", low, hits)
+	}
+	// A word with no family in the index expands to nothing.
+	if got := ids(x.keyword([]string{"froze"}, 10, 1)); !cmp.Equal(got, []int64{5}) {
+		t.Fatalf("froze: %v", got)
 	}
 }

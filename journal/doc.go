@@ -8,7 +8,10 @@
 // Retrieval is hybrid. The Retriever's keyword channel is BM25 computed in
 // Go over each NPC's in-memory index, with that NPC's own statistics, so a
 // search reads only the NPC's rows and its ranking never depends on other
-// NPCs. Store.Search, the plain keyword search without an index in memory,
+// NPCs; a query word also reaches, at a lower weight, the words of the
+// NPC's index with the same Snowball stem (WithExpansion), and what the
+// people a query names said, and the memories about them, gain relevance
+// (WithEntity). Store.Search, the plain keyword search without an index in memory,
 // is SQLite's FTS5 with BM25 over external-content tables kept in step by
 // triggers (migration 3); on PostgreSQL, which has no FTS5, it falls back to
 // matching terms with ILIKE. Vector search ranks, in Go, vectors from an llm.Embedder (an

@@ -21,7 +21,8 @@ type item struct {
 	supBy    int64 // memories: the memory that superseded this one; 0 when current
 	kind     itemKind
 	imp      int8
-	user     bool // a message of what the NPC perceived
+	user     bool  // a message of what the NPC perceived
+	who      int32 // whom the item is by or about (see npcIndex.who), 0 for no one
 }
 
 type itemKey struct {
@@ -50,6 +51,13 @@ type npcIndex struct {
 	// it: the NPC's own BM25 statistics and the keyword channel's index.
 	post     map[string][]posting
 	postings int
+	// family lists, for each morphological family (familyKey), the keys
+	// of post in it, for query expansion.
+	family map[string][]string
+	// who numbers, from 1, the entities items are by or about, by the key
+	// of their name's first word: the actor of a perceived message, the
+	// entity of a memory.
+	who      map[string]int32
 	dl       []uint32 // length of each item in words
 	totalLen int64
 	kwScores []float32 // scratch for keyword scores, reused by each search
@@ -69,12 +77,56 @@ type npcIndex struct {
 }
 
 func newIndex(npc string) *npcIndex {
-	return &npcIndex{npc: npc, pos: map[itemKey]int32{}, userRank: map[int32]int32{}, pending: map[int32]string{}, post: map[string][]posting{}}
+	return &npcIndex{npc: npc, pos: map[itemKey]int32{}, userRank: map[int32]int32{}, pending: map[int32]string{}, post: map[string][]posting{}, family: map[string][]string{}, who: map[string]int32{}}
 }
 
 func (x *npcIndex) bytes() int64 {
 	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
-		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48
+		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40
+}
+
+// whoID numbers the entity whose name is name (by its first word), 0 for
+// no name.
+func (x *npcIndex) whoID(name string) int32 {
+	ws := ftsWords(name)
+	if len(ws) == 0 || !searchable(ws[0]) {
+		return 0
+	}
+	k := termKey(ws[0])
+	id, ok := x.who[k]
+	if !ok {
+		id = int32(len(x.who) + 1)
+		x.who[k] = id
+	}
+	return id
+}
+
+// named returns the entities a query's terms name.
+func (x *npcIndex) named(terms []string) map[int32]bool {
+	var out map[int32]bool
+	for _, t := range terms {
+		if id, ok := x.who[termKey(t)]; ok {
+			if out == nil {
+				out = map[int32]bool{}
+			}
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// actorOf returns the first word of who acts in a perceived line ("Bob
+// says: …", "Bob arrives", "Bob [trade]: …"), which the tick writes first.
+// Narration and the NPC's own acts, written in parentheses, have no actor.
+func actorOf(text string) string {
+	if text == "" || text[0] == '(' {
+		return ""
+	}
+	name, _, ok := strings.Cut(text, " ")
+	if !ok {
+		return ""
+	}
+	return name
 }
 
 // add appends an item with its text and returns its position.
@@ -161,7 +213,11 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	}
 	for _, m := range msgs {
 		text := unstamped(m.Content)
-		p := x.add(item{id: m.ID, kind: kindMessage, gameTime: m.GameTime.Unix(), imp: int8(Importance("", m.Content)), user: m.Role == "user"}, text)
+		it := item{id: m.ID, kind: kindMessage, gameTime: m.GameTime.Unix(), imp: int8(Importance("", m.Content)), user: m.Role == "user"}
+		if it.user {
+			it.who = x.whoID(actorOf(text))
+		}
+		p := x.add(it, text)
 		x.pending[p] = text
 		x.lastMsg = m.ID
 	}
@@ -191,13 +247,14 @@ func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex) error {
 	var ms []struct {
 		ID           int64
 		Content      string
+		Entity       string
 		Importance   int
 		GameTime     time.Time
 		SupersededBy *int64
 		Embedding    []byte
 		EmbedModel   string
 	}
-	if err := db.Model(&Memory{}).Select("id, content, importance, game_time, superseded_by, embedding, embed_model").
+	if err := db.Model(&Memory{}).Select("id, content, entity, importance, game_time, superseded_by, embedding, embed_model").
 		Where("character_id = ? AND rev > ?", x.npc, x.memRev).Order("id").Scan(&ms).Error; err != nil {
 		return fmt.Errorf("index memories of %q: %w", x.npc, err)
 	}
@@ -210,7 +267,7 @@ func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex) error {
 			x.items[p].supBy = sup // content never changes; supersession does
 			continue
 		}
-		p := x.add(item{id: m.ID, kind: kindMemory, gameTime: m.GameTime.Unix(), imp: int8(m.Importance), supBy: sup}, m.Content)
+		p := x.add(item{id: m.ID, kind: kindMemory, gameTime: m.GameTime.Unix(), imp: int8(m.Importance), supBy: sup, who: x.whoID(m.Entity)}, m.Content)
 		if m.EmbedModel == r.model && len(m.Embedding) > 0 && (x.dims == 0 || len(m.Embedding) == 4*x.dims) {
 			v, err := DecodeVector(m.Embedding)
 			if err == nil {

@@ -22,12 +22,14 @@ import (
 
 // Retrieval defaults.
 const (
-	DefaultVectorWeight     = 0.7
-	DefaultKeywordWeight    = 0.3
+	DefaultVectorWeight     = 0.3
+	DefaultKeywordWeight    = 0.7
 	DefaultHalfLife         = 30 * 24 * time.Hour
 	DefaultRecencyWeight    = 0.15
 	DefaultImportanceWeight = 0.10
 	DefaultNeighbourWeight  = 0.5
+	DefaultExpansionWeight  = 0.5
+	DefaultEntityWeight     = 0.25
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 240
@@ -97,6 +99,7 @@ func (r *Retriever) Flush(ctx context.Context) error {
 
 type retrieverConfig struct {
 	wVec, wKw, wRec, wImp, wNeighbour float64
+	wExpand, wEntity                  float64
 	halfLife                          time.Duration
 	cacheBytes                        int64
 	maxEmbed                          int
@@ -111,8 +114,9 @@ type retrieverConfig struct {
 type Option func(*Retriever) error
 
 // WithWeights sets the weights of vector and keyword similarity in the
-// relevance of a result (default 0.7 and 0.3). Both must be ≥ 0 and at
-// least one > 0; they are used as given, not normalized.
+// relevance of a result (default 0.3 and 0.7: the offline embedder hashes
+// word forms, so it mostly repeats BM25 and earns the smaller weight). Both
+// must be ≥ 0 and at least one > 0; they are used as given, not normalized.
 func WithWeights(vector, keyword float64) Option {
 	return func(r *Retriever) error {
 		if vector < 0 || keyword < 0 || vector+keyword == 0 || math.IsNaN(vector+keyword) || math.IsInf(vector+keyword, 0) {
@@ -161,6 +165,35 @@ func WithNeighbours(w float64) Option {
 			return fmt.Errorf("%w: neighbour weight %v", ErrBadOption, w)
 		}
 		r.cfg.wNeighbour = w
+		return nil
+	}
+}
+
+// WithExpansion sets the weight, beside 1 for the query's own words, of
+// the words of the NPC's memory that share a query word's root (Porter
+// stem) without sharing its light stem: "adoption" for "adopt",
+// "educate" for "education", "happy" for "happiness" (default 0.5; 0 turns expansion off). It must
+// be in [0, 1].
+func WithExpansion(w float64) Option {
+	return func(r *Retriever) error {
+		if w < 0 || w > 1 || math.IsNaN(w) {
+			return fmt.Errorf("%w: expansion weight %v", ErrBadOption, w)
+		}
+		r.cfg.wExpand = w
+		return nil
+	}
+}
+
+// WithEntity sets how much a result by or about someone the query names
+// gains: the perceived messages that person spoke or did, the memories
+// about them. Their relevance is multiplied by 1 + w (default 0.5; 0 turns
+// it off). It must be in [0, 4].
+func WithEntity(w float64) Option {
+	return func(r *Retriever) error {
+		if w < 0 || w > 4 || math.IsNaN(w) {
+			return fmt.Errorf("%w: entity weight %v", ErrBadOption, w)
+		}
+		r.cfg.wEntity = w
 		return nil
 	}
 }
@@ -260,7 +293,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 	}
 	r := &Retriever{store: s, log: zerolog.Nop(), npcs: map[string]*npcIndex{}, cfg: retrieverConfig{
 		wVec: DefaultVectorWeight, wKw: DefaultKeywordWeight, wRec: DefaultRecencyWeight, wImp: DefaultImportanceWeight,
-		wNeighbour: DefaultNeighbourWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
+		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
 		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
 	}}

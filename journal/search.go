@@ -27,6 +27,7 @@ const (
 	PartRecency    = "recency"    // 0.5^(age/half-life) on the game's clock, in (0, 1]
 	PartImportance = "importance" // importance/10
 	PartSuperseded = "superseded" // 1 for a superseded memory, absent otherwise
+	PartEntity     = "entity"     // relevance gained by being by or about someone the query names
 )
 
 // Result is one thing recalled by a search, with the sources that explain
@@ -122,8 +123,8 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		return nil, err
 	}
 	pool := max(r.cfg.pool, 4*k)
-	hits := x.keyword(terms, pool)
-	ranked := r.rank(x, qv != nil, hits, pool, now)
+	hits := x.keyword(terms, pool, r.cfg.wExpand)
+	ranked := r.rank(x, qv != nil, hits, pool, now, x.named(terms))
 	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x))
 	if err != nil {
 		return nil, err
@@ -187,9 +188,12 @@ func (r *Retriever) queryVector(ctx context.Context, x *npcIndex, query string) 
 
 // rank scores the candidates of a search: the pool best by vector, the
 // keyword hits, the neighbours of perceived messages among them and the
-// replacements of superseded memories among them. It returns them best
+// replacements of superseded memories among them. A candidate by or about
+// an entity in named (the actor of a perceived message, the entity of a
+// memory) has its relevance raised: "what does Bob want" is answered by
+// what Bob said, not by what others said to him. It returns them best
 // first.
-func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now time.Time) []candidate {
+func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now time.Time, named map[int32]bool) []candidate {
 	cfg := r.cfg
 	// BM25 is scaled by the best hit among the NPC's searchable rows (a
 	// summary or another NPC's row is no hit).
@@ -282,6 +286,10 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 				parts.neighbour = nb
 				rel += nb
 			}
+		}
+		if cfg.wEntity > 0 && it.who != 0 && named[it.who] {
+			parts[PartEntity] = cfg.wEntity * rel
+			rel += cfg.wEntity * rel
 		}
 		age := float64(nowSec - it.gameTime)
 		rec := 1.0
