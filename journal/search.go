@@ -56,7 +56,7 @@ type candidate struct {
 // every candidate of every search has them and only the few results
 // returned report them (as Result.Parts).
 type scoreParts struct {
-	vector, keyword, neighbour, relevance, recency, importance float64
+	vector, keyword, neighbour, entity, relevance, recency, importance float64
 	// ranked is false for a keyword-only candidate, which reports only its
 	// keyword part.
 	ranked, superseded bool
@@ -71,6 +71,9 @@ func (p scoreParts) asMap() map[string]float64 {
 		PartRelevance: p.relevance, PartRecency: p.recency, PartImportance: p.importance}
 	if p.neighbour > 0 {
 		m[PartNeighbour] = p.neighbour
+	}
+	if p.entity > 0 {
+		m[PartEntity] = p.entity
 	}
 	if p.superseded {
 		m[PartSuperseded] = 1
@@ -288,7 +291,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 			}
 		}
 		if cfg.wEntity > 0 && it.who != 0 && named[it.who] {
-			parts[PartEntity] = cfg.wEntity * rel
+			parts.entity = cfg.wEntity * rel
 			rel += cfg.wEntity * rel
 		}
 		age := float64(nowSec - it.gameTime)
