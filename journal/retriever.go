@@ -172,8 +172,8 @@ func WithNeighbours(w float64) Option {
 // WithExpansion sets the weight, beside 1 for the query's own words, of
 // the words of the NPC's memory that share a query word's root (Porter
 // stem) without sharing its light stem: "adoption" for "adopt",
-// "educate" for "education", "happy" for "happiness" (default 0.5; 0 turns expansion off). It must
-// be in [0, 1].
+// "educate" for "education", "happy" for "happiness" (default
+// DefaultExpansionWeight; 0 turns expansion off). It must be in [0, 1].
 func WithExpansion(w float64) Option {
 	return func(r *Retriever) error {
 		if w < 0 || w > 1 || math.IsNaN(w) {
@@ -186,8 +186,8 @@ func WithExpansion(w float64) Option {
 
 // WithEntity sets how much a result by or about someone the query names
 // gains: the perceived messages that person spoke or did, the memories
-// about them. Their relevance is multiplied by 1 + w (default 0.5; 0 turns
-// it off). It must be in [0, 4].
+// about them. Their relevance is multiplied by 1 + w (default
+// DefaultEntityWeight; 0 turns it off). It must be in [0, 4].
 func WithEntity(w float64) Option {
 	return func(r *Retriever) error {
 		if w < 0 || w > 4 || math.IsNaN(w) {
