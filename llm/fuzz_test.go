@@ -63,7 +63,7 @@ func TestDefuseLeavesPlainBracketsCheaply(t *testing.T) {
 	if got := Defuse(s); got != s {
 		t.Fatalf("Defuse changed plain text: %q", got)
 	}
-	if allocs := testing.AllocsPerRun(20, func() { Defuse(s) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(20, func() { Defuse(s) }); allocs != 0 && !raceEnabled {
 		t.Fatalf("Defuse allocates %.0f times on text with nothing to defuse", allocs)
 	}
 }

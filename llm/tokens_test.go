@@ -208,7 +208,7 @@ func TestCounterMessageCountedOnce(t *testing.T) {
 		if got := c.Message(m); got != want {
 			t.Fatalf("count changed from %d to %d", want, got)
 		}
-	}); allocs != 0 {
+	}); allocs != 0 && !raceEnabled {
 		t.Fatalf("counting a message again allocates %.0f times: it was tokenized again", allocs)
 	}
 }
