@@ -76,6 +76,12 @@ func Migrations() []store.Migration {
 	}, {
 		Component: "character", Version: 3, Name: "tick outcomes",
 		Up: func(tx *gorm.DB) error { return tx.AutoMigrate(&TickOutcome{}) },
+	}, {
+		// WorldClock reads the latest game time of all NPCs.
+		Component: "character", Version: 4, Name: "index on the game time",
+		Up: func(tx *gorm.DB) error {
+			return tx.Exec("CREATE INDEX IF NOT EXISTS idx_characters_game_time ON characters (game_time)").Error
+		},
 	}}
 }
 

@@ -156,14 +156,17 @@ func (e *Engine) checkEventTimes(ctx context.Context, in []EventInput) error {
 			latest = ev.At
 		}
 	}
-	if latest.IsZero() {
+	now := e.deps.Clock.Now().UTC()
+	if latest.IsZero() || latest.Sub(now) <= e.cfg.MaxEventLead {
+		// The game's clock is never behind npcd's in this check: times
+		// within the lead of npcd's clock need no query.
 		return nil
 	}
 	clock, err := e.deps.Characters.WorldClock(ctx)
 	if err != nil || clock.IsZero() || clock.Year() <= 1 {
 		return err
 	}
-	if now := e.deps.Clock.Now().UTC(); now.After(clock) {
+	if now.After(clock) {
 		clock = now
 	}
 	for i, ev := range in {

@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/npcd/npcd/store"
@@ -20,6 +21,15 @@ func TestMigrationsApplyInOrder(t *testing.T) {
 		if err := store.Migrate(ctx, db, Migrations()); err != nil {
 			t.Fatalf("run %d: %v", i+1, err)
 		}
+	}
+	// The world clock's query (the latest game time of all NPCs) is
+	// served by an index.
+	var plan []struct{ Detail string }
+	if err := db.Raw("EXPLAIN QUERY PLAN SELECT game_time FROM characters ORDER BY game_time DESC LIMIT 1").Scan(&plan).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) == 0 || !strings.Contains(plan[0].Detail, "idx_characters_game_time") {
+		t.Errorf("the world clock scans the characters: %+v", plan)
 	}
 	seen := map[string]int{}
 	for _, m := range Migrations() {
