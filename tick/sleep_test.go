@@ -170,15 +170,7 @@ func TestSleepCompactionDoesNotBlockTicks(t *testing.T) {
 	})
 	env, _ := remoteEnvFrom(t, f, 30*time.Second)
 	ctx := context.Background()
-	// Fill the context past the sleep threshold, below the emergency one.
-	c, _ := env.chars.Get(ctx, "brom")
-	for i := 0; c.Utilization() < 0.72; i++ {
-		say(t, env, "bob", fmt.Sprintf("Tale %d of the long winter on the north road, with wolves and snow and little bread.", i))
-		c, _ = env.chars.Get(ctx, "brom")
-		if c.Utilization() >= c.Compaction.EmergencyThreshold || i > 500 {
-			t.Fatalf("could not reach the sleep threshold without an emergency (%.2f)", c.Utilization())
-		}
-	}
+	fillPastSleepThreshold(t, env)
 	written, _ := env.chars.LatestMessageID(ctx, "brom")
 	armed.Store(true)
 	done := make(chan *sleep.Report, 1)
@@ -227,7 +219,7 @@ func TestSleepCompactionDoesNotBlockTicks(t *testing.T) {
 		t.Fatalf("the compaction archived up to %d, past what existed when it was planned (%d)", rep.Compaction.LastMessageID, written)
 	}
 	totals, _ := env.chars.Recount(ctx, "brom")
-	c, _ = env.chars.Get(ctx, "brom")
+	c, _ := env.chars.Get(ctx, "brom")
 	if totals.LiveTokens != c.State.LiveTokens || totals.LiveMessages != c.State.LiveMessages {
 		t.Fatalf("running totals drifted: %+v vs %+v", c.State, totals)
 	}
@@ -337,14 +329,7 @@ func TestSleepSummaryOverlappingARecreateCommitsNothing(t *testing.T) {
 	})
 	env, _ := remoteEnvFrom(t, f, 30*time.Second)
 	ctx := context.Background()
-	c, _ := env.chars.Get(ctx, "brom")
-	for i := 0; c.Utilization() < 0.72; i++ {
-		say(t, env, "bob", fmt.Sprintf("Tale %d of the long winter on the north road, with wolves and snow and little bread.", i))
-		c, _ = env.chars.Get(ctx, "brom")
-		if c.Utilization() >= c.Compaction.EmergencyThreshold || i > 500 {
-			t.Fatalf("could not reach the sleep threshold without an emergency (%.2f)", c.Utilization())
-		}
-	}
+	fillPastSleepThreshold(t, env)
 	armed.Store(true)
 	done := make(chan error, 1)
 	go func() {
@@ -503,6 +488,21 @@ func TestPerceivedRelativeDatesAreGrounded(t *testing.T) {
 	for _, m := range ms {
 		if strings.Contains(m.Content, "yesterday") && !strings.Contains(m.Content, want) {
 			t.Errorf("memory %q keeps an ungrounded date", m.Content)
+		}
+	}
+}
+
+// fillPastSleepThreshold has bob tell brom tales until brom's context is past
+// the sleep threshold and still below the emergency one.
+func fillPastSleepThreshold(t *testing.T, env *testEnv) {
+	t.Helper()
+	ctx := context.Background()
+	c, _ := env.chars.Get(ctx, "brom")
+	for i := 0; c.Utilization() < 0.72; i++ {
+		say(t, env, "bob", fmt.Sprintf("Tale %d of the long winter on the north road, with wolves and snow and little bread.", i))
+		c, _ = env.chars.Get(ctx, "brom")
+		if c.Utilization() >= c.Compaction.EmergencyThreshold || i > 500 {
+			t.Fatalf("could not reach the sleep threshold without an emergency (%.2f)", c.Utilization())
 		}
 	}
 }

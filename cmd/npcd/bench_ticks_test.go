@@ -40,18 +40,23 @@ func TestBenchTicksJSON(t *testing.T) {
 	}
 }
 
-func TestBenchTicksRefusesBadFlags(t *testing.T) {
+// Every bench command refuses a bad flag naming it first.
+func TestBenchRefusesBadFlags(t *testing.T) {
 	for _, args := range [][]string{
-		{"--ticks", "0"},
-		{"--npcs", "0"},
-		{"--history", "-1"},
-		{"--others", "-1"},
-		{"--latency", "-1s"},
-		{"--workers", "0"},
+		{"ticks", "--ticks", "0"},
+		{"ticks", "--npcs", "0"},
+		{"ticks", "--history", "-1"},
+		{"ticks", "--others", "-1"},
+		{"ticks", "--latency", "-1s"},
+		{"ticks", "--workers", "0"},
+		{"tokens", "--turns", "0"},
+		{"tokens", "--fact-every", "0"},
+		{"tokens", "--observation-bytes", "0"},
+		{"tokens", "--sleep-every", "-1"},
 	} {
 		var out, errb bytes.Buffer
-		err := run(context.Background(), append([]string{"bench", "ticks"}, args...), &out, &errb, os.Getenv)
-		if err == nil || !strings.HasPrefix(err.Error(), args[0]+" ") {
+		err := run(context.Background(), append([]string{"bench"}, args...), &out, &errb, os.Getenv)
+		if err == nil || !strings.HasPrefix(err.Error(), args[1]+" ") {
 			t.Errorf("%v: err %v, want one naming the flag", args, err)
 		}
 	}
