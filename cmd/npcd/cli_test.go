@@ -223,3 +223,12 @@ func TestStartupWarnsOfPostgresKeywordSearch(t *testing.T) {
 		t.Errorf("PostgreSQL: warnings %q, want one about ILIKE", w)
 	}
 }
+
+// envNames lists the variables of envVars.
+func envNames() []string {
+	var out []string
+	for _, ev := range envVars {
+		out = append(out, ev.name)
+	}
+	return out
+}

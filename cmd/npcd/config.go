@@ -160,15 +160,6 @@ func setDur(field func(*Config) *time.Duration) func(*Config, string) error {
 	}
 }
 
-// envNames lists the variables of envVars.
-func envNames() []string {
-	var out []string
-	for _, ev := range envVars {
-		out = append(out, ev.name)
-	}
-	return out
-}
-
 // envHelp is the environment section of serve's help.
 func envHelp() string {
 	var b strings.Builder
