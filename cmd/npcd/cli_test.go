@@ -212,15 +212,15 @@ func TestLogFormats(t *testing.T) {
 	}
 }
 
-func TestStartupWarnsOfPostgresKeywordSearch(t *testing.T) {
+func TestStartupWarnsOfOneDaemonOnPostgres(t *testing.T) {
 	t.Parallel()
 	c := defaultConfig()
 	if w := startupWarnings(c); len(w) != 0 {
 		t.Errorf("SQLite: warnings %q, want none", w)
 	}
 	c.DBDriver = "postgres"
-	if w := startupWarnings(c); len(w) != 1 || !strings.Contains(w[0], "ILIKE") {
-		t.Errorf("PostgreSQL: warnings %q, want one about ILIKE", w)
+	if w := startupWarnings(c); len(w) != 1 || !strings.Contains(w[0], "one npcd daemon per database") {
+		t.Errorf("PostgreSQL: warnings %q, want one about running one daemon", w)
 	}
 }
 

@@ -53,8 +53,10 @@ func serveCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 func startupWarnings(cfg Config) []string {
 	var out []string
 	if cfg.DBDriver == store.DriverPostgres {
-		out = append(out, "PostgreSQL: keyword search matches the query's terms with ILIKE, without BM25 ranking; "+
-			"full-text search (FTS5 with BM25) needs SQLite")
+		// Memory search ranks in memory on both dialects; what PostgreSQL
+		// does not give yet is several daemons on one database.
+		out = append(out, "PostgreSQL: run one npcd daemon per database; NPCs are not leased yet, "+
+			"so two daemons would tick and sleep the same NPCs twice")
 	}
 	return out
 }
