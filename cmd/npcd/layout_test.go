@@ -23,11 +23,13 @@ var forbidden = map[string][]string{
 	"journal":       {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
 	"tools":         {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
 	"sleep":         {"tick", "api", "cmd", "github.com/sashabaranov/go-openai"},
-	"tick":          {"api", "cmd", "github.com/sashabaranov/go-openai"},
-	"api":           {"cmd"},
-	"inspect":       {"tick", "api", "scenarios", "cmd", "github.com/sashabaranov/go-openai"},
-	"scenarios":     {"api", "cmd"},
-	"eval":          {"api", "cmd"},
+	"tick":          {"api", "bench", "cmd", "github.com/sashabaranov/go-openai"},
+	"api":           {"bench", "cmd"},
+	"inspect":       {"tick", "api", "bench", "scenarios", "cmd", "github.com/sashabaranov/go-openai"},
+	"scenarios":     {"api", "bench", "aihistory", "cmd"},
+	"eval":          {"api", "bench", "aihistory", "cmd"},
+	"bench":         {"scenarios", "eval", "aihistory", "cmd"},
+	"aihistory":     {"scenarios", "eval", "bench", "cmd"},
 }
 
 type pkgInfo struct {
