@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/npcd/npcd/internal/schema"
 	"os"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/npcd/npcd/api"
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/inspect"
+	"github.com/npcd/npcd/internal/schema"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
@@ -79,7 +79,7 @@ func openApp(ctx context.Context, cfg Config, log zerolog.Logger, opt appOptions
 func (a *app) wire(ctx context.Context, opt appOptions) error {
 	cfg := a.cfg
 	if opt.readOnly {
-		if err := schemaCurrent(ctx, a.db); err != nil {
+		if err := schema.Current(ctx, a.db); err != nil {
 			return err
 		}
 	} else if err := store.Migrate(ctx, a.db, schema.Migrations()); err != nil {
