@@ -31,8 +31,12 @@ func WithSleep(opts Options, compaction, sleepBetween bool) Options {
 			if err != nil {
 				return err
 			}
-			deps.Consolidator = cons
-			return nil
+			if deps.Locks == nil {
+				deps.Locks = tick.NewLocks()
+			}
+			deps.Sleeper, err = sleep.NewRunner(sleep.RunnerDeps{DB: db, Characters: deps.Characters, Journal: deps.Journal,
+				Lock: deps.Locks, Compactor: comp, Consolidator: cons})
+			return err
 		}
 	}
 	if sleepBetween {

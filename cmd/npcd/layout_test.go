@@ -16,20 +16,21 @@ const module = "github.com/npcd/npcd"
 // on npcd packages hold transitively; rules on outside modules hold for the
 // package's own imports.
 var forbidden = map[string][]string{
-	"llm":           {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "eval", "cmd"},
-	"internal/text": {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
-	"store":         {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "cmd"},
-	"character":     {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
-	"journal":       {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
-	"tools":         {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
-	"sleep":         {"tick", "api", "cmd", "github.com/sashabaranov/go-openai"},
-	"tick":          {"api", "bench", "cmd", "github.com/sashabaranov/go-openai"},
-	"api":           {"bench", "cmd"},
-	"inspect":       {"tick", "api", "bench", "scenarios", "cmd", "github.com/sashabaranov/go-openai"},
-	"scenarios":     {"api", "bench", "aihistory", "cmd"},
-	"eval":          {"api", "bench", "aihistory", "cmd"},
-	"bench":         {"scenarios", "eval", "aihistory", "cmd"},
-	"aihistory":     {"scenarios", "eval", "bench", "cmd"},
+	"llm":              {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "eval", "cmd"},
+	"internal/text":    {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
+	"internal/keylock": {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
+	"store":            {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "cmd"},
+	"character":        {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
+	"journal":          {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
+	"tools":            {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
+	"sleep":            {"tick", "api", "cmd", "github.com/sashabaranov/go-openai"},
+	"tick":             {"api", "bench", "cmd", "github.com/sashabaranov/go-openai"},
+	"api":              {"bench", "cmd"},
+	"inspect":          {"tick", "api", "bench", "scenarios", "cmd", "github.com/sashabaranov/go-openai"},
+	"scenarios":        {"api", "bench", "aihistory", "cmd"},
+	"eval":             {"api", "bench", "aihistory", "cmd"},
+	"bench":            {"scenarios", "eval", "aihistory", "cmd"},
+	"aihistory":        {"scenarios", "eval", "bench", "cmd"},
 }
 
 type pkgInfo struct {
