@@ -13,6 +13,7 @@ import (
 
 	"github.com/jedib0t/go-pretty/v6/table"
 
+	"github.com/npcd/npcd/internal/text"
 	"github.com/npcd/npcd/sleep"
 )
 
@@ -187,22 +188,17 @@ func WriteReport(w io.Writer, rep *Report) {
 		fmt.Fprintf(w, "  stopped: %s\n", rep.Error)
 	}
 	fmt.Fprintf(w, "  steps %d, ticks %d, checks %d (%d failed); sleeps %d (%d scheduled); compactions: %s; utilization at the end %.3f; game time %s → %s\n",
-		rep.Steps, rep.Ticks, rep.Checks, rep.Failed, rep.Sleeps, rep.ScheduledSleeps, compactionCounts(rep.Compactions),
+		rep.Steps, rep.Ticks, rep.Checks, rep.Failed, rep.Sleeps, rep.ScheduledSleeps, compactionCounts(rep.Compactions, "none"),
 		rep.Utilization, rep.GameStart.Format("2006-01-02 15:04"), rep.GameEnd.Format("2006-01-02 15:04"))
 }
 
-// compactionCounts lists compactions by trigger, in sleep.Triggers order.
-func compactionCounts(m map[string]int) string {
-	var parts []string
-	for _, t := range sleep.Triggers {
-		if m[t] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", m[t], t))
-		}
+// compactionCounts lists compactions by trigger, in sleep.Triggers order,
+// or says none.
+func compactionCounts(m map[string]int, none string) string {
+	if s := text.Counts(m, sleep.Triggers...); s != "" {
+		return s
 	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
+	return none
 }
 
 // WriteTable writes one table row per report.
@@ -220,7 +216,7 @@ func WriteTable(w io.Writer, reps []*Report) {
 		if d >= time.Second {
 			d = d.Round(100 * time.Millisecond)
 		}
-		t.AppendRow(table.Row{verdict, filepath.Base(r.File), r.Model, r.Ticks, r.Checks, r.Failed, compactionCounts(r.Compactions), d.String()})
+		t.AppendRow(table.Row{verdict, filepath.Base(r.File), r.Model, r.Ticks, r.Checks, r.Failed, compactionCounts(r.Compactions, "none"), d.String()})
 	}
 	t.Render()
 }
