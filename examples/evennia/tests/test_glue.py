@@ -159,9 +159,9 @@ class GlueTest(unittest.TestCase):
         c = Client(URL, token=os.environ.get("NPCD_API_TOKEN") or None, timeout=60)
         # The glue as configured for what the daemon has: actor ids and
         # auto-tick where it advertises them, else actor and a tick per event.
-        cls.auto_tick = doc_has(c, "auto_tick")
+        cls.auto_tick = doc_has(c, r"^\s+auto_tick:")
         install_stubs({"NPCD_URL": URL, "NPCD_API_TOKEN": os.environ.get("NPCD_API_TOKEN") or None,
-                       "NPCD_AUTO_TICK": cls.auto_tick, "NPCD_ACTOR_IDS": doc_has(c, "actor_id")})
+                       "NPCD_AUTO_TICK": cls.auto_tick, "NPCD_ACTOR_IDS": doc_has(c, r"^\s+actor_id:")})
         for name in ("typeclasses.npcd_npc", "typeclasses.npcd_script"):
             sys.modules.pop(name, None)
         cls.npc_mod = importlib.import_module("typeclasses.npcd_npc")
