@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,10 @@ func TestNodeClient(t *testing.T) {
 	v, err := run(time.Minute, nil, node, "--version")
 	if err != nil {
 		t.Fatalf("node --version: %v\n%s", err, v)
+	}
+	var major int
+	if _, err := fmt.Sscanf(string(v), "v%d.", &major); err != nil || major < 20 {
+		t.Fatalf("node %s: the Node client needs node 20 or later", strings.TrimSpace(string(v)))
 	}
 
 	d := startBinary(t, buildDaemon(t), filepath.Join(t.TempDir(), "npcd.db"))
