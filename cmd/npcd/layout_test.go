@@ -52,7 +52,7 @@ func loadPackages(t *testing.T) map[string]*pkgInfo {
 		}
 		if d.IsDir() {
 			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor" || name == "node_modules") {
 				return filepath.SkipDir
 			}
 			return nil
