@@ -35,7 +35,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	evs := make([]tick.EventInput, len(in.Events))
 	for i, ev := range in.Events {
-		evs[i] = tick.EventInput{ID: ev.ID, Kind: ev.Kind, Actor: ev.Actor, Target: ev.Target, Text: ev.Text, Room: ev.Room, Self: ev.Self}
+		evs[i] = tick.EventInput{ID: ev.ID, Kind: ev.Kind, Actor: ev.Actor, ActorID: ev.ActorID, ActorName: ev.ActorName, Target: ev.Target, Text: ev.Text, Room: ev.Room, Self: ev.Self}
 		if ev.At == "" {
 			continue
 		}

@@ -77,13 +77,17 @@ type NPC struct {
 // arrive, ...); ID is optional and makes posting idempotent; a zero At
 // means now.
 type Event struct {
-	ID     string    `json:"id,omitempty"`
-	Kind   string    `json:"kind"`
-	Actor  string    `json:"actor,omitempty"`
-	Target string    `json:"target,omitempty"`
-	Text   string    `json:"text,omitempty"`
-	Room   string    `json:"room,omitempty"`
-	At     time.Time `json:"at,omitzero"`
+	ID    string `json:"id,omitempty"`
+	Kind  string `json:"kind"`
+	Actor string `json:"actor,omitempty"`
+	// ActorID is the game's stable id of the actor, what profiles key on;
+	// ActorName the name the NPC sees (default Actor, else ActorID).
+	ActorID   string    `json:"actor_id,omitempty"`
+	ActorName string    `json:"actor_name,omitempty"`
+	Target    string    `json:"target,omitempty"`
+	Text      string    `json:"text,omitempty"`
+	Room      string    `json:"room,omitempty"`
+	At        time.Time `json:"at,omitzero"`
 	// Self marks the NPC's own act as the game resolved it; only then may
 	// the actor name the NPC.
 	Self bool `json:"self,omitempty"`

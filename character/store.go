@@ -82,6 +82,26 @@ func Migrations() []store.Migration {
 		Up: func(tx *gorm.DB) error {
 			return tx.Exec("CREATE INDEX IF NOT EXISTS idx_characters_game_time ON characters (game_time)").Error
 		},
+	}, {
+		// Events carry the game's stable actor id; profiles key on it, so
+		// their key (ActorKey: "@" and up to 128 characters) is longer.
+		Component: "character", Version: 5, Name: "actor ids",
+		Up: func(tx *gorm.DB) error {
+			if !tx.Migrator().HasColumn(&Event{}, "ActorID") {
+				if err := tx.Migrator().AddColumn(&Event{}, "ActorID"); err != nil {
+					return err
+				}
+			}
+			if tx.Dialector.Name() != "postgres" {
+				return nil // SQLite does not bound text by its declared size
+			}
+			for _, table := range []string{"profiles", "facts"} {
+				if err := tx.Exec("ALTER TABLE " + table + " ALTER COLUMN entity TYPE varchar(192)").Error; err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 	}}
 }
 
@@ -788,8 +808,26 @@ func normalizeEntity(name string) string {
 	return strings.ToLower(strings.Join(strings.Fields(name), " "))
 }
 
-// EntityKey is the key a profile for name is stored under.
-func EntityKey(name string) string { return normalizeEntity(name) }
+// EntityKey is the key a profile for name is stored under. A key made by
+// ActorKey is returned as it is.
+func EntityKey(name string) string {
+	if IsActorKey(name) {
+		return name
+	}
+	return normalizeEntity(name)
+}
+
+// actorKeyPrefix starts the profile key of a game's actor id. Names never
+// hold it (events refuse it in names), so the two kinds of keys never meet.
+const actorKeyPrefix = "@"
+
+// ActorKey is the key of the profile of the actor the game identifies as
+// id: the id verbatim (ids are case-sensitive), after a prefix no name
+// holds. A renamed actor keeps the key; two actors of one name have two.
+func ActorKey(id string) string { return actorKeyPrefix + id }
+
+// IsActorKey reports whether key was made by ActorKey.
+func IsActorKey(key string) bool { return len(key) > 1 && strings.HasPrefix(key, actorKeyPrefix) }
 
 // LatestMessageID returns the id of the NPC's newest message, or 0.
 func (s *Store) LatestMessageID(ctx context.Context, id string) (int64, error) {
