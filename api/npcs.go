@@ -46,6 +46,35 @@ func (s *Server) putNPC(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// patchNPC changes single settings: the body is a JSON merge patch of
+// NPCSettings, applied to the stored settings and validated as a PUT is.
+func (s *Server) patchNPC(w http.ResponseWriter, r *http.Request) error {
+	id, err := npcID(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	c, err := s.deps.NPCs.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	in, err := patchedSettings(npcOf(c).NPCSettings, body)
+	if err != nil {
+		return err
+	}
+	if _, err := s.deps.Engine.PutNPC(r.Context(), in.character(id)); err != nil {
+		return err
+	}
+	if c, err = s.deps.NPCs.Get(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, npcOf(c))
+	return nil
+}
+
 func (s *Server) getNPC(w http.ResponseWriter, r *http.Request) error {
 	id, err := npcID(r)
 	if err != nil {

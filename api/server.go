@@ -191,6 +191,7 @@ func routeTable() []route {
 		{method: "GET", pattern: "/v1/npcs", handle: (*Server).listNPCs},
 		{method: "PUT", pattern: "/v1/npcs/{npc}", handle: (*Server).putNPC},
 		{method: "GET", pattern: "/v1/npcs/{npc}", handle: (*Server).getNPC},
+		{method: "PATCH", pattern: "/v1/npcs/{npc}", handle: (*Server).patchNPC},
 		{method: "DELETE", pattern: "/v1/npcs/{npc}", handle: (*Server).deleteNPC},
 
 		{method: "POST", pattern: "/v1/npcs/{npc}/events", handle: (*Server).postEvents},
