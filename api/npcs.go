@@ -140,6 +140,10 @@ func (in *NPCSettings) character(id string) *character.Character {
 	if sl := in.Sleep; sl != nil {
 		c.Sleep = character.SleepSettings{Cron: sl.Cron, Timezone: sl.Timezone}
 	}
+	c.Scope = in.Scope
+	if at := in.AutoTick; at != nil {
+		c.AutoTick = character.AutoTickSettings{Enabled: at.Enabled, DebounceMS: at.DebounceMS, MaxWaitMS: at.MaxWaitMS}
+	}
 	// nil means "the default tools"; an empty list means none.
 	if in.Tools != nil {
 		specs := make([]character.ToolSpec, len(in.Tools))
@@ -177,6 +181,9 @@ func npcOf(c *character.Character) NPC {
 				ExemptTools: exempt, OffloadBytes: c.Masking.OffloadBytes},
 			Sleep: &SleepSettings{Cron: c.Sleep.Cron, Timezone: c.Sleep.Timezone},
 			Tools: tools,
+			Scope: c.Scope,
+			AutoTick: &AutoTickSettings{Enabled: c.AutoTick.Enabled, DebounceMS: c.AutoTick.DebounceMS,
+				MaxWaitMS: c.AutoTick.MaxWaitMS},
 		},
 		Context:   tick.ContextOf(c),
 		Warnings:  warnings,

@@ -58,7 +58,8 @@ type Engine interface {
 	PostEvents(ctx context.Context, id string, in []tick.EventInput) (accepted, duplicates int, err error)
 	PostToolResults(ctx context.Context, id string, results []tick.ToolResult) error
 	TickWithKey(ctx context.Context, id, key string) (*tick.Result, error)
-	TickManyWithKeys(ctx context.Context, ids []string, keys map[string]string) ([]*tick.Result, []tick.BatchError, error)
+	PendingNPCs(ctx context.Context, scope string) ([]string, error)
+	TickEach(ctx context.Context, ids []string, keys map[string]string, done func(i int, r *tick.Result, err error))
 	Outcome(ctx context.Context, id string, n int64) (*tick.Result, error)
 	Actions(ctx context.Context, fq tick.FeedQuery) (*tick.Feed, error)
 	Compact(ctx context.Context, id, instruction string) (*sleep.Record, error)

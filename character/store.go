@@ -102,6 +102,24 @@ func Migrations() []store.Migration {
 			}
 			return nil
 		},
+	}, {
+		Component: "character", Version: 6, Name: "scopes and auto-tick settings",
+		Up: func(tx *gorm.DB) error {
+			m := tx.Migrator()
+			for _, col := range []string{"scope", "auto_tick_enabled", "auto_tick_debounce_ms", "auto_tick_max_wait_ms"} {
+				if !m.HasColumn(&Character{}, col) {
+					if err := m.AddColumn(&Character{}, col); err != nil {
+						return err
+					}
+				}
+			}
+			if err := tx.Exec("CREATE INDEX IF NOT EXISTS idx_characters_scope ON characters (scope)").Error; err != nil {
+				return err
+			}
+			return tx.Model(&Character{}).Where("auto_tick_debounce_ms IS NULL OR auto_tick_debounce_ms = 0").
+				Updates(map[string]any{"auto_tick_enabled": false, "auto_tick_debounce_ms": DefaultAutoTickDebounceMS,
+					"auto_tick_max_wait_ms": DefaultAutoTickMaxWaitMS, "scope": ""}).Error
+		},
 	}}
 }
 
@@ -146,6 +164,7 @@ var settingsColumns = []string{
 	"compaction_preserve_recent_messages", "compaction_preserve_ratio", "compaction_target",
 	"masking_enabled", "masking_keep_recent_turns", "masking_exempt_tools", "masking_offload_bytes",
 	"sleep_cron", "sleep_timezone", "tools", "system_tokens", "tool_tokens", "updated_at",
+	"scope", "auto_tick_enabled", "auto_tick_debounce_ms", "auto_tick_max_wait_ms",
 }
 
 // Put creates c or replaces the settings of an existing NPC with the same id,
@@ -404,12 +423,36 @@ func (s *Store) PendingTotal(ctx context.Context) (int64, error) {
 // NPCsWithPending returns the ids of NPCs that have unconsumed events or
 // posted tool results their next tick must continue from, ordered.
 func (s *Store) NPCsWithPending(ctx context.Context) ([]string, error) {
+	return s.PendingIn(ctx, PendingQuery{})
+}
+
+// PendingQuery narrows PendingIn.
+type PendingQuery struct {
+	Scope    string // only NPCs of this scope; empty: every NPC
+	AutoTick bool   // only NPCs with auto-tick enabled
+}
+
+// PendingIn is NPCsWithPending limited as pq says.
+func (s *Store) PendingIn(ctx context.Context, pq PendingQuery) ([]string, error) {
 	var ids, resume []string
-	err := s.q(ctx).Model(&Event{}).Where("consumed_at IS NULL").Distinct("character_id").Pluck("character_id", &ids).Error
+	narrow := func(q *gorm.DB) *gorm.DB {
+		if pq.Scope != "" {
+			q = q.Where("scope = ?", pq.Scope)
+		}
+		if pq.AutoTick {
+			q = q.Where("auto_tick_enabled = ?", true)
+		}
+		return q
+	}
+	evq := s.q(ctx).Model(&Event{}).Where("consumed_at IS NULL")
+	if pq.Scope != "" || pq.AutoTick {
+		evq = evq.Where("character_id IN (?)", narrow(s.q(ctx).Model(&Character{}).Select("id")))
+	}
+	err := evq.Distinct("character_id").Pluck("character_id", &ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("npcs with pending events: %w", err)
 	}
-	if err := s.q(ctx).Model(&Character{}).Where("resume = ?", true).Pluck("id", &resume).Error; err != nil {
+	if err := narrow(s.q(ctx).Model(&Character{}).Where("resume = ?", true)).Pluck("id", &resume).Error; err != nil {
 		return nil, fmt.Errorf("npcs with pending results: %w", err)
 	}
 	seen := map[string]bool{}

@@ -161,6 +161,7 @@ type FeedQuery struct {
 	After int64         // the cursor of the last tick the reader has
 	Limit int           // at most this many ticks; default DefaultFeedLimit
 	NPCs  []string      // only these NPCs; none means every NPC
+	Scope string        // only NPCs of this scope; empty means every scope
 	Wait  time.Duration // with nothing new, wait up to this long for it
 }
 
@@ -197,7 +198,7 @@ func (e *Engine) Actions(ctx context.Context, fq FeedQuery) (*Feed, error) {
 	deadline := e.deps.Clock.Now().Add(fq.Wait)
 	for {
 		wake := e.feed.wait() // taken before reading, so no commit slips between
-		os, err := e.deps.Characters.Outcomes(ctx, character.FeedQuery{After: fq.After, Limit: fq.Limit, NPCs: fq.NPCs})
+		os, err := e.deps.Characters.Outcomes(ctx, character.FeedQuery{After: fq.After, Limit: fq.Limit, NPCs: fq.NPCs, Scope: fq.Scope})
 		if err != nil {
 			return nil, err
 		}
