@@ -186,7 +186,11 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 			return 0, 0, &ValueError{Field: f, Message: fmt.Sprintf("is the NPC itself (%q); send \"self\": true when the event is the NPC's own act as the game resolved it", evs[i].Actor)}
 		}
 	}
-	return e.deps.Characters.AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)
+	accepted, duplicates, err = e.deps.Characters.AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)
+	if err == nil && accepted > 0 {
+		e.autoNote(c)
+	}
+	return accepted, duplicates, err
 }
 
 // checkEventTimes refuses events dated more than MaxEventLead ahead of the
@@ -265,9 +269,10 @@ func (e *Engine) PostToolResults(ctx context.Context, id string, results []ToolR
 		}
 		seen[r.CallID] = true
 	}
-	return e.withNPC(ctx, id, func(ctx context.Context) error {
-		c, err := e.deps.Characters.Get(ctx, id)
-		if err != nil {
+	var c *character.Character
+	err := e.withNPC(ctx, id, func(ctx context.Context) error {
+		var err error
+		if c, err = e.deps.Characters.Get(ctx, id); err != nil {
 			return err
 		}
 		waiting := map[string]string{}
@@ -300,6 +305,10 @@ func (e *Engine) PostToolResults(ctx context.Context, id string, results []ToolR
 			return cs.UpdateState(ctx, id, map[string]any{"awaiting": store.NewJSON(rest), "resume": len(rest) == 0})
 		})
 	})
+	if err == nil && len(c.State.Awaiting.V) == len(results) {
+		e.autoNote(c) // the last awaited result: the turn can go on
+	}
+	return err
 }
 
 // BatchError is one NPC's failure in a batch tick. Err is the internal
