@@ -62,6 +62,7 @@ type Engine interface {
 	TickEach(ctx context.Context, ids []string, keys map[string]string, done func(i int, r *tick.Result, err error))
 	Outcome(ctx context.Context, id string, n int64) (*tick.Result, error)
 	Actions(ctx context.Context, fq tick.FeedQuery) (*tick.Feed, error)
+	FeedStopped() <-chan struct{}
 	Compact(ctx context.Context, id, instruction string) (*sleep.Record, error)
 	ClearContext(ctx context.Context, id string) error
 	Sleep(ctx context.Context, id string) (*sleep.Report, error)
@@ -200,6 +201,7 @@ func routeTable() []route {
 		{method: "POST", pattern: "/v1/tick", handle: (*Server).tickMany},
 		{method: "GET", pattern: "/v1/npcs/{npc}/ticks/{tick}", handle: (*Server).outcome},
 		{method: "GET", pattern: "/v1/actions", handle: (*Server).actions},
+		{method: "GET", pattern: "/v1/actions/stream", handle: (*Server).actionStream},
 		{method: "POST", pattern: "/v1/npcs/{npc}/tool-results", handle: (*Server).postToolResults},
 		{method: "POST", pattern: "/v1/npcs/{npc}/compact", handle: (*Server).compact},
 		{method: "DELETE", pattern: "/v1/npcs/{npc}/context", handle: (*Server).clearContext},

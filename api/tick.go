@@ -241,11 +241,9 @@ func (s *Server) actions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var fq tick.FeedQuery
-	if a := q.str("after", ""); a != "" {
-		if fq.After, err = strconv.ParseInt(a, 10, 64); err != nil || fq.After < 0 {
-			return badRequest("after", "must be a cursor: an integer of at least 0")
-		}
+	fq, err := feedQuery(q, q.str("after", ""))
+	if err != nil {
+		return err
 	}
 	limit, err := q.positive("limit", tick.DefaultFeedLimit, tick.MaxFeedLimit)
 	if err != nil {
@@ -259,26 +257,39 @@ func (s *Server) actions(w http.ResponseWriter, r *http.Request) error {
 		}
 		fq.Wait = d
 	}
-	if v := q.str("npc", ""); v != "" {
-		fq.NPCs = strings.Split(v, ",")
-		if len(fq.NPCs) > MaxBatchNPCs {
-			return badRequest("npc", "names at most %d npcs", MaxBatchNPCs)
-		}
-		for _, id := range fq.NPCs {
-			if !character.ValidID(id) {
-				return badRequest("npc", "must be npc ids separated by commas, each 1-64 characters of a-z 0-9 _ -")
-			}
-		}
-	}
-	if fq.Scope = q.str("scope", ""); fq.Scope != "" && !character.ValidID(fq.Scope) {
-		return badRequest("scope", "must be 1-64 characters of a-z 0-9 _ -")
-	}
 	feed, err := s.deps.Engine.Actions(r.Context(), fq)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, feed)
 	return nil
+}
+
+// feedQuery reads the parameters the feed and its stream share: the
+// cursor (after), npc and scope.
+func feedQuery(q query, after string) (tick.FeedQuery, error) {
+	var fq tick.FeedQuery
+	var err error
+	if after != "" {
+		if fq.After, err = strconv.ParseInt(after, 10, 64); err != nil || fq.After < 0 {
+			return fq, badRequest("after", "must be a cursor: an integer of at least 0")
+		}
+	}
+	if v := q.str("npc", ""); v != "" {
+		fq.NPCs = strings.Split(v, ",")
+		if len(fq.NPCs) > MaxBatchNPCs {
+			return fq, badRequest("npc", "names at most %d npcs", MaxBatchNPCs)
+		}
+		for _, id := range fq.NPCs {
+			if !character.ValidID(id) {
+				return fq, badRequest("npc", "must be npc ids separated by commas, each 1-64 characters of a-z 0-9 _ -")
+			}
+		}
+	}
+	if fq.Scope = q.str("scope", ""); fq.Scope != "" && !character.ValidID(fq.Scope) {
+		return fq, badRequest("scope", "must be 1-64 characters of a-z 0-9 _ -")
+	}
+	return fq, nil
 }
 
 func (s *Server) postToolResults(w http.ResponseWriter, r *http.Request) error {

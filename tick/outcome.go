@@ -240,6 +240,10 @@ func feedOf(os []character.TickOutcome, after int64) (*Feed, error) {
 // Feed reads still answer, without waiting.
 func (e *Engine) StopFeed() { e.feed.stopOnce.Do(func() { close(e.feed.stopped) }) }
 
+// FeedStopped is closed once StopFeed was called: a stream of the feed
+// ends then.
+func (e *Engine) FeedStopped() <-chan struct{} { return e.feed.stopped }
+
 // feedSignal wakes feed readers when a tick commits.
 type feedSignal struct {
 	mu       sync.Mutex
