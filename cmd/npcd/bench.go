@@ -59,6 +59,7 @@ func benchCommand(stdout, stderr io.Writer) *cobra.Command {
 	maskCmd.Flags().IntVar(&obsBytes, "observation-bytes", 2000, "size of each look observation")
 	cmd.AddCommand(ticksCmd, budgetCmd, planCmd, maskCmd, benchTokensCommand(stdout, stderr))
 	cmd.AddCommand(benchSleepCommands(stdout)...)
+	cmd.AddCommand(benchSayCommand(stdout))
 	return cmd
 }
 
