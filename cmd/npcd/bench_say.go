@@ -41,6 +41,9 @@ type sayMeasure struct {
 	P99MS      float64 `json:"p99_ms"`
 	MaxMS      float64 `json:"max_ms"`
 	SaysPerS   float64 `json:"says_per_s"`
+	// CPUMSPerSay is the process's CPU time per say, daemon and clients
+	// together: what the latencies cost, whatever the machine's load.
+	CPUMSPerSay float64 `json:"cpu_ms_per_say"`
 }
 
 func benchSayCommand(stdout io.Writer) *cobra.Command {
@@ -73,8 +76,8 @@ NPC at a time; each latency runs from the event's POST to the NPC's tick arrivin
 			if b.json {
 				return json.NewEncoder(stdout).Encode(m)
 			}
-			_, err = fmt.Fprintf(stdout, "say → action on the stream: %d NPCs, %d says, %d clients, debounce %s: p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms (%.0f says/s)\n",
-				m.NPCs, m.Says, m.Clients, b.debounce, m.P50MS, m.P95MS, m.P99MS, m.MaxMS, m.SaysPerS)
+			_, err = fmt.Fprintf(stdout, "say → action on the stream: %d NPCs, %d says, %d clients, debounce %s: p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms (%.0f says/s, %.2f ms CPU a say)\n",
+				m.NPCs, m.Says, m.Clients, b.debounce, m.P50MS, m.P95MS, m.P99MS, m.MaxMS, m.SaysPerS, m.CPUMSPerSay)
 			return err
 		},
 	}
@@ -176,7 +179,7 @@ func benchSay(ctx context.Context, b sayBench) (*sayMeasure, error) {
 	var mu sync.Mutex
 	errc := make(chan error, b.clients)
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for c := 0; c < b.clients; c++ {
 		var mine []string
 		for i := c; i < len(ids); i += b.clients {
@@ -216,7 +219,7 @@ func benchSay(ctx context.Context, b sayBench) (*sayMeasure, error) {
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	close(errc)
 	if err := <-errc; err != nil {
 		return nil, err
@@ -225,7 +228,7 @@ func benchSay(ctx context.Context, b sayBench) (*sayMeasure, error) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return &sayMeasure{NPCs: b.npcs, Says: len(lat), Clients: b.clients, DebounceMS: ms(b.debounce), MaxWaitMS: ms(b.maxWait),
 		P50MS: ms(quantile(lat, 0.50)), P95MS: ms(quantile(lat, 0.95)), P99MS: ms(quantile(lat, 0.99)), MaxMS: ms(lat[len(lat)-1]),
-		SaysPerS: float64(len(lat)) / elapsed.Seconds()}, nil
+		SaysPerS: float64(len(lat)) / elapsed.Seconds(), CPUMSPerSay: ms(cpu) / float64(len(lat))}, nil
 }
 
 // quantile is the q-quantile of sorted durations (nearest rank).
