@@ -174,8 +174,11 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 	}
 	for i, ev := range in {
 		f := fmt.Sprintf("events[%d].actor", i)
-		if ev.ActorName != "" {
+		switch {
+		case ev.ActorName != "":
 			f += "_name"
+		case ev.Actor == "" && ev.ActorID != "":
+			f += "_id" // the id is the name
 		}
 		switch {
 		case ev.Self && evs[i].Actor != "" && !isSelf(evs[i].Actor, c):
