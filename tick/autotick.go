@@ -32,6 +32,10 @@ type autoTicker struct {
 	npcs   map[string]*autoNPC
 	closed bool
 	wg     sync.WaitGroup // running auto-ticks
+	// slots bounds the auto-ticks running at once, as a batch tick's
+	// workers are bounded: a thousand NPCs due together queue here rather
+	// than all contend for the database.
+	slots chan struct{}
 	// hook, when set (tests), is called after each auto-tick.
 	hook func(id string, r *Result, err error)
 }
@@ -46,7 +50,9 @@ type autoNPC struct {
 	fails   int       // auto-ticks failed in a row
 }
 
-func newAutoTicker() *autoTicker { return &autoTicker{npcs: map[string]*autoNPC{}} }
+func newAutoTicker() *autoTicker {
+	return &autoTicker{npcs: map[string]*autoNPC{}, slots: make(chan struct{}, MaxBatchWorkers)}
+}
 
 // autoNote tells the auto-ticker that input for c arrived now.
 func (e *Engine) autoNote(c *character.Character) {
@@ -108,7 +114,9 @@ func (e *Engine) autoFire(id string, n *autoNPC) {
 	a.mu.Unlock()
 	go func() {
 		defer a.wg.Done()
+		a.slots <- struct{}{}
 		res, err := e.TickWithKey(context.Background(), id, "")
+		<-a.slots
 		pending := false
 		if err == nil && !res.Idle {
 			// A turn's events are bounded: what it left waits for no new
