@@ -26,12 +26,17 @@ type autoEnv struct {
 
 func newAutoEnv(t *testing.T, path string) *autoEnv {
 	t.Helper()
+	return newAutoEnvWith(t, path, nil)
+}
+
+func newAutoEnvWith(t *testing.T, path string, remote llm.Chatter) *autoEnv {
+	t.Helper()
 	db := testdb.OpenAt(t, path)
 	chars := character.NewStore(db)
 	jour := journal.NewStore(db)
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC))
 	eng, err := New(Deps{DB: db, Characters: chars, Journal: jour, Internals: tools.NewInternals(jour, chars), Retriever: jour,
-		Builtin: llm.NewBuiltin(), Owners: []Owner{jour}, Clock: clock}, Config{})
+		Builtin: llm.NewBuiltin(), Owners: []Owner{jour}, Clock: clock, Remote: remote}, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,5 +209,49 @@ func TestAutoTickResumesAfterRestart(t *testing.T) {
 	}
 	if n, err := b.chars.PendingCount(context.Background(), "mira"); err != nil || n != 1 {
 		t.Errorf("mira (no auto-tick) pending = %d, %v; want her event left for the game", n, err)
+	}
+}
+
+// heldModel answers as the builtin model once released.
+type heldModel struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *heldModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	h.entered <- struct{}{}
+	<-h.release
+	return llm.NewBuiltin().Chat(ctx, req)
+}
+
+// Close waits for a running auto-tick, which commits.
+func TestCloseWaitsForAutoTick(t *testing.T) {
+	model := &heldModel{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	a := newAutoEnvWith(t, filepath.Join(t.TempDir(), "npcd.db"), model)
+	c := brom()
+	c.Model = "held"
+	c.AutoTick = character.AutoTickSettings{Enabled: true, DebounceMS: 50, MaxWaitMS: 500}
+	if _, err := a.eng.PutNPC(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	a.say(t, "Hello smith.")
+	a.clock.Advance(50 * time.Millisecond)
+	<-model.entered // the auto-tick is in its model call
+	closed := make(chan error, 1)
+	go func() { closed <- a.eng.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while an auto-tick was running", err)
+	default:
+	}
+	close(model.release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := a.records(t); n != 1 {
+		t.Errorf("tick records after Close = %d, want the auto-tick committed", n)
+	}
+	if r := a.wait(t); r == nil || r.Idle {
+		t.Errorf("auto-tick = %+v, want it answered", r)
 	}
 }
