@@ -99,6 +99,16 @@ func (c *Client) GetNPC(ctx context.Context, id string) (*NPC, error) {
 	return npc, nil
 }
 
+// PatchNPC changes single settings of NPC id: patch is a JSON merge patch
+// of NPCSettings (a map or a struct marshalling only the fields to change).
+func (c *Client) PatchNPC(ctx context.Context, id string, patch any) (*NPC, error) {
+	npc := new(NPC)
+	if _, err := c.do(ctx, http.MethodPatch, npcPath(id, ""), nil, patch, npc); err != nil {
+		return nil, err
+	}
+	return npc, nil
+}
+
 // ListNPCs returns every NPC ordered by id.
 func (c *Client) ListNPCs(ctx context.Context) ([]NPC, error) {
 	var out NPCList

@@ -18,15 +18,24 @@ import (
 // decodes it into v strictly (see decodeStrict). When required is false an
 // empty body leaves v as it is.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any, required bool) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, v, required)
+}
+
+// readBody reads a request body within the configured bound.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return mbe
+			return nil, mbe
 		}
-		return &requestError{Field: "body", Message: "could not be read", Err: err}
+		return nil, &requestError{Field: "body", Message: "could not be read", Err: err}
 	}
-	return decodeStrict(body, v, required)
+	return body, nil
 }
 
 // decodeStrict decodes one JSON object into v. Unknown fields, values of the

@@ -98,7 +98,7 @@ func TestBadInput(t *testing.T) {
 
 		// Routing.
 		{"unknown route", "GET", "/v1/nope", ``, 404, CodeNotFound, `no such route`},
-		{"wrong method", "PATCH", "/v1/npcs/brom", npc + `}`, 405, CodeMethodNotAllowed, `allowed: GET, PUT, DELETE`},
+		{"wrong method", "POST", "/v1/npcs/brom", npc + `}`, 405, CodeMethodNotAllowed, `allowed: GET, PUT, PATCH, DELETE`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -46,6 +46,35 @@ func (s *Server) putNPC(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// patchNPC changes single settings: the body is a JSON merge patch of
+// NPCSettings, applied to the stored settings and validated as a PUT is.
+func (s *Server) patchNPC(w http.ResponseWriter, r *http.Request) error {
+	id, err := npcID(r)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	c, err := s.deps.NPCs.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	in, err := patchedSettings(npcOf(c).NPCSettings, body)
+	if err != nil {
+		return err
+	}
+	if _, err := s.deps.Engine.PutNPC(r.Context(), in.character(id)); err != nil {
+		return err
+	}
+	if c, err = s.deps.NPCs.Get(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, npcOf(c))
+	return nil
+}
+
 func (s *Server) getNPC(w http.ResponseWriter, r *http.Request) error {
 	id, err := npcID(r)
 	if err != nil {
@@ -111,6 +140,10 @@ func (in *NPCSettings) character(id string) *character.Character {
 	if sl := in.Sleep; sl != nil {
 		c.Sleep = character.SleepSettings{Cron: sl.Cron, Timezone: sl.Timezone}
 	}
+	c.Scope = in.Scope
+	if at := in.AutoTick; at != nil {
+		c.AutoTick = character.AutoTickSettings{Enabled: at.Enabled, DebounceMS: at.DebounceMS, MaxWaitMS: at.MaxWaitMS}
+	}
 	// nil means "the default tools"; an empty list means none.
 	if in.Tools != nil {
 		specs := make([]character.ToolSpec, len(in.Tools))
@@ -148,6 +181,9 @@ func npcOf(c *character.Character) NPC {
 				ExemptTools: exempt, OffloadBytes: c.Masking.OffloadBytes},
 			Sleep: &SleepSettings{Cron: c.Sleep.Cron, Timezone: c.Sleep.Timezone},
 			Tools: tools,
+			Scope: c.Scope,
+			AutoTick: &AutoTickSettings{Enabled: c.AutoTick.Enabled, DebounceMS: c.AutoTick.DebounceMS,
+				MaxWaitMS: c.AutoTick.MaxWaitMS},
 		},
 		Context:   tick.ContextOf(c),
 		Warnings:  warnings,

@@ -31,6 +31,7 @@ func TestPutNPCCreatesWithDefaults(t *testing.T) {
 			Compaction: &CompactionSettings{SleepThreshold: 0.70, EmergencyThreshold: 0.80, PreserveRecentMessages: 20, PreserveRatio: 0.20, Target: 0.50},
 			Masking:    &MaskingSettings{KeepRecentTurns: 10, Enabled: &on, ExemptTools: []string{}, OffloadBytes: character.DefaultOffloadBytes},
 			Sleep:      &SleepSettings{},
+			AutoTick:   &AutoTickSettings{DebounceMS: 50, MaxWaitMS: 500},
 		},
 		Warnings: []string{},
 	}

@@ -58,9 +58,11 @@ type Engine interface {
 	PostEvents(ctx context.Context, id string, in []tick.EventInput) (accepted, duplicates int, err error)
 	PostToolResults(ctx context.Context, id string, results []tick.ToolResult) error
 	TickWithKey(ctx context.Context, id, key string) (*tick.Result, error)
-	TickManyWithKeys(ctx context.Context, ids []string, keys map[string]string) ([]*tick.Result, []tick.BatchError, error)
+	PendingNPCs(ctx context.Context, scope string) ([]string, error)
+	TickEach(ctx context.Context, ids []string, keys map[string]string, done func(i int, r *tick.Result, err error))
 	Outcome(ctx context.Context, id string, n int64) (*tick.Result, error)
 	Actions(ctx context.Context, fq tick.FeedQuery) (*tick.Feed, error)
+	FeedStopped() <-chan struct{}
 	Compact(ctx context.Context, id, instruction string) (*sleep.Record, error)
 	ClearContext(ctx context.Context, id string) error
 	Sleep(ctx context.Context, id string) (*sleep.Report, error)
@@ -191,6 +193,7 @@ func routeTable() []route {
 		{method: "GET", pattern: "/v1/npcs", handle: (*Server).listNPCs},
 		{method: "PUT", pattern: "/v1/npcs/{npc}", handle: (*Server).putNPC},
 		{method: "GET", pattern: "/v1/npcs/{npc}", handle: (*Server).getNPC},
+		{method: "PATCH", pattern: "/v1/npcs/{npc}", handle: (*Server).patchNPC},
 		{method: "DELETE", pattern: "/v1/npcs/{npc}", handle: (*Server).deleteNPC},
 
 		{method: "POST", pattern: "/v1/npcs/{npc}/events", handle: (*Server).postEvents},
@@ -198,6 +201,7 @@ func routeTable() []route {
 		{method: "POST", pattern: "/v1/tick", handle: (*Server).tickMany},
 		{method: "GET", pattern: "/v1/npcs/{npc}/ticks/{tick}", handle: (*Server).outcome},
 		{method: "GET", pattern: "/v1/actions", handle: (*Server).actions},
+		{method: "GET", pattern: "/v1/actions/stream", handle: (*Server).actionStream},
 		{method: "POST", pattern: "/v1/npcs/{npc}/tool-results", handle: (*Server).postToolResults},
 		{method: "POST", pattern: "/v1/npcs/{npc}/compact", handle: (*Server).compact},
 		{method: "DELETE", pattern: "/v1/npcs/{npc}/context", handle: (*Server).clearContext},

@@ -19,8 +19,17 @@ type settingsIn struct {
 
 // readSettings reads NPC settings, each tool a name or an object.
 func (s *Server) readSettings(w http.ResponseWriter, r *http.Request) (NPCSettings, error) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return NPCSettings{}, err
+	}
+	return decodeSettings(body)
+}
+
+// decodeSettings decodes NPC settings, each tool a name or an object.
+func decodeSettings(body []byte) (NPCSettings, error) {
 	var in settingsIn
-	if err := s.readJSON(w, r, &in, true); err != nil {
+	if err := decodeStrict(body, &in, true); err != nil {
 		return NPCSettings{}, err
 	}
 	out := in.NPCSettings
@@ -65,4 +74,49 @@ func toolOf(raw json.RawMessage) (Tool, error) {
 		return Tool{}, err
 	}
 	return t, nil
+}
+
+// mergePatch applies a JSON merge patch (RFC 7386) to doc: members of the
+// patch replace those of doc, objects merge member by member, and null
+// removes a member (the setting goes back to its default).
+func mergePatch(doc, patch map[string]any) map[string]any {
+	if doc == nil {
+		doc = map[string]any{}
+	}
+	for k, v := range patch {
+		switch pv := v.(type) {
+		case nil:
+			delete(doc, k)
+		case map[string]any:
+			dv, _ := doc[k].(map[string]any)
+			doc[k] = mergePatch(dv, pv)
+		default:
+			doc[k] = v
+		}
+	}
+	return doc
+}
+
+// patchedSettings is what PATCH /v1/npcs/{npc} stores: the NPC's current
+// settings with the merge patch body applied, read as a PUT body is.
+func patchedSettings(current NPCSettings, body []byte) (NPCSettings, error) {
+	var patch map[string]any
+	if err := decodeStrict(body, &patch, true); err != nil {
+		return NPCSettings{}, err
+	}
+	raw, err := json.Marshal(current)
+	if err != nil {
+		return NPCSettings{}, err
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return NPCSettings{}, err
+	}
+	merged, err := json.Marshal(mergePatch(doc, patch))
+	if err != nil {
+		return NPCSettings{}, err
+	}
+	return decodeSettings(merged)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/npcd/npcd/internal/text"
 	"net/http"
@@ -35,7 +36,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	evs := make([]tick.EventInput, len(in.Events))
 	for i, ev := range in.Events {
-		evs[i] = tick.EventInput{ID: ev.ID, Kind: ev.Kind, Actor: ev.Actor, Target: ev.Target, Text: ev.Text, Room: ev.Room, Self: ev.Self}
+		evs[i] = tick.EventInput{ID: ev.ID, Kind: ev.Kind, Actor: ev.Actor, ActorID: ev.ActorID, ActorName: ev.ActorName, Target: ev.Target, Text: ev.Text, Room: ev.Room, Self: ev.Self}
 		if ev.At == "" {
 			continue
 		}
@@ -80,6 +81,14 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 	if len(in.NPCs) > MaxBatchNPCs {
 		return badRequest("npcs", "at most %d npcs per batch", MaxBatchNPCs)
 	}
+	if in.Scope != "" {
+		switch {
+		case !character.ValidID(in.Scope):
+			return badRequest("scope", "must be 1-64 characters of a-z 0-9 _ -")
+		case len(in.NPCs) > 0:
+			return badRequest("scope", "limits an empty npcs list to one scope; leave it out when naming npcs")
+		}
+	}
 	// A malformed id fails alone, as an unknown one does: one bad name in a
 	// game's list must not silence every other NPC.
 	var ids []string
@@ -104,41 +113,103 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("keys."+npc, "must be 1-%d printable ASCII characters without spaces", tick.MaxKeyBytes)
 		}
 	}
-	out := BatchTickResponse{Results: []*TickResult{}, Errors: []BatchError{}}
-	if len(ids) > 0 || len(invalid) == 0 {
-		results, failures, err := s.deps.Engine.TickManyWithKeys(r.Context(), ids, in.Keys)
-		if err != nil {
+	if len(in.NPCs) == 0 { // every pending NPC (of the scope)
+		var err error
+		if ids, err = s.deps.Engine.PendingNPCs(r.Context(), in.Scope); err != nil {
 			return err
 		}
-		if results != nil {
-			out.Results = results
+	}
+	// The engine's text is the internal chain; the client gets what a
+	// single tick of that NPC would have answered.
+	failure := func(npc string, err error) BatchError {
+		p := classify(err, npc)
+		s.logProblem(r, npc, p, err)
+		return BatchError{NPC: npc, Code: p.code, Error: p.message}
+	}
+	if wantsNDJSON(r) {
+		return s.streamBatch(w, r, in, ids, invalid, failure)
+	}
+	results := make([]*TickResult, len(ids))
+	failed := map[string]BatchError{}
+	var order []string // failures as they came, for the pending NPCs
+	s.deps.Engine.TickEach(r.Context(), ids, in.Keys, func(i int, res *tick.Result, err error) {
+		if err != nil {
+			failed[ids[i]] = failure(ids[i], err)
+			order = append(order, ids[i])
+			return
 		}
-		failed := map[string]BatchError{}
-		for _, f := range failures {
-			// The engine's text is the internal chain; the client gets what a
-			// single tick of that NPC would have answered.
-			p := classify(f.Err, f.NPC)
-			s.logProblem(r, f.NPC, p, f.Err)
-			failed[f.NPC] = BatchError{NPC: f.NPC, Code: p.code, Error: p.message}
+		results[i] = res
+	})
+	out := BatchTickResponse{Results: []*TickResult{}, Errors: []BatchError{}}
+	for _, res := range results {
+		if res != nil {
+			out.Results = append(out.Results, res)
 		}
-		if len(in.NPCs) == 0 { // every pending NPC: the engine's order
-			for _, f := range failures {
-				out.Errors = append(out.Errors, failed[f.NPC])
+	}
+	if len(in.NPCs) == 0 {
+		for _, id := range ids {
+			if be, ok := failed[id]; ok {
+				out.Errors = append(out.Errors, be)
 			}
 		}
-		for i, id := range in.NPCs {
-			if be, ok := invalid[i]; ok {
-				out.Errors = append(out.Errors, be)
-			} else if be, ok := failed[id]; ok {
-				out.Errors = append(out.Errors, be)
-			}
-		}
-	} else {
-		for i := range in.NPCs {
-			out.Errors = append(out.Errors, invalid[i])
+	}
+	for i, id := range in.NPCs {
+		if be, ok := invalid[i]; ok {
+			out.Errors = append(out.Errors, be)
+		} else if be, ok := failed[id]; ok {
+			out.Errors = append(out.Errors, be)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// wantsNDJSON reports whether the request asks for an NDJSON stream.
+func wantsNDJSON(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "application/x-ndjson") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// streamBatch answers a batch tick as NDJSON: the malformed ids first,
+// then one line per NPC as its tick ends.
+func (s *Server) streamBatch(w http.ResponseWriter, r *http.Request, in BatchTickRequest, ids []string, invalid map[int]BatchError,
+	failure func(string, error) BatchError) error {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	line := func(l BatchLine) {
+		// A client gone away stops reading; the ticks still commit and the
+		// feed has them.
+		if enc.Encode(l) == nil {
+			_ = rc.Flush()
+		}
+	}
+	for i := range in.NPCs {
+		if be, ok := invalid[i]; ok {
+			line(BatchLine{Error: &be})
+		}
+	}
+	if len(ids) == 0 {
+		_ = rc.Flush()
+	}
+	s.deps.Engine.TickEach(r.Context(), ids, in.Keys, func(i int, res *tick.Result, err error) {
+		if err != nil {
+			be := failure(ids[i], err)
+			line(BatchLine{Error: &be})
+			return
+		}
+		line(BatchLine{Result: res})
+	})
 	return nil
 }
 
@@ -166,15 +237,13 @@ func (s *Server) outcome(w http.ResponseWriter, r *http.Request) error {
 
 // actions answers GET /v1/actions, the action feed.
 func (s *Server) actions(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r, "after", "limit", "wait", "npc")
+	q, err := parseQuery(r, "after", "limit", "wait", "npc", "scope")
 	if err != nil {
 		return err
 	}
-	var fq tick.FeedQuery
-	if a := q.str("after", ""); a != "" {
-		if fq.After, err = strconv.ParseInt(a, 10, 64); err != nil || fq.After < 0 {
-			return badRequest("after", "must be a cursor: an integer of at least 0")
-		}
+	fq, err := feedQuery(q, q.str("after", ""))
+	if err != nil {
+		return err
 	}
 	limit, err := q.positive("limit", tick.DefaultFeedLimit, tick.MaxFeedLimit)
 	if err != nil {
@@ -188,23 +257,39 @@ func (s *Server) actions(w http.ResponseWriter, r *http.Request) error {
 		}
 		fq.Wait = d
 	}
-	if v := q.str("npc", ""); v != "" {
-		fq.NPCs = strings.Split(v, ",")
-		if len(fq.NPCs) > MaxBatchNPCs {
-			return badRequest("npc", "names at most %d npcs", MaxBatchNPCs)
-		}
-		for _, id := range fq.NPCs {
-			if !character.ValidID(id) {
-				return badRequest("npc", "must be npc ids separated by commas, each 1-64 characters of a-z 0-9 _ -")
-			}
-		}
-	}
 	feed, err := s.deps.Engine.Actions(r.Context(), fq)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, feed)
 	return nil
+}
+
+// feedQuery reads the parameters the feed and its stream share: the
+// cursor (after), npc and scope.
+func feedQuery(q query, after string) (tick.FeedQuery, error) {
+	var fq tick.FeedQuery
+	var err error
+	if after != "" {
+		if fq.After, err = strconv.ParseInt(after, 10, 64); err != nil || fq.After < 0 {
+			return fq, badRequest("after", "must be a cursor: an integer of at least 0")
+		}
+	}
+	if v := q.str("npc", ""); v != "" {
+		fq.NPCs = strings.Split(v, ",")
+		if len(fq.NPCs) > MaxBatchNPCs {
+			return fq, badRequest("npc", "names at most %d npcs", MaxBatchNPCs)
+		}
+		for _, id := range fq.NPCs {
+			if !character.ValidID(id) {
+				return fq, badRequest("npc", "must be npc ids separated by commas, each 1-64 characters of a-z 0-9 _ -")
+			}
+		}
+	}
+	if fq.Scope = q.str("scope", ""); fq.Scope != "" && !character.ValidID(fq.Scope) {
+		return fq, badRequest("scope", "must be 1-64 characters of a-z 0-9 _ -")
+	}
+	return fq, nil
 }
 
 func (s *Server) postToolResults(w http.ResponseWriter, r *http.Request) error {

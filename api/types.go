@@ -26,6 +26,17 @@ type NPCSettings struct {
 	Sleep           *SleepSettings      `json:"sleep,omitempty"`
 	// Tools has no omitempty: an explicitly empty list must reach the server.
 	Tools []Tool `json:"tools"`
+	// Scope is the game, shard or zone the NPC belongs to; empty for none.
+	Scope    string            `json:"scope,omitempty"`
+	AutoTick *AutoTickSettings `json:"auto_tick,omitempty"`
+}
+
+// AutoTickSettings let npcd tick the NPC itself after input arrives; see
+// character.AutoTickSettings.
+type AutoTickSettings struct {
+	Enabled    bool `json:"enabled"`
+	DebounceMS int  `json:"debounce_ms,omitempty"`
+	MaxWaitMS  int  `json:"max_wait_ms,omitempty"`
 }
 
 // CompactionSettings say when and how much history is compacted; see
@@ -75,7 +86,9 @@ type NPC struct {
 
 // Event is one thing an NPC perceives, as tick.EventInput defines it. Kind
 // is free text (say, emote, arrive, ...); ID is optional and makes posting
-// idempotent; a zero At means now; Self marks the NPC's own act as the game
+// idempotent; a zero At means now; ActorID is the game's stable id of
+// the actor (what profiles key on) and ActorName the name the NPC sees;
+// Self marks the NPC's own act as the game
 // resolved it, and only then may the actor name the NPC.
 type Event = tick.EventInput
 
@@ -101,6 +114,15 @@ type BatchTickRequest struct {
 	// Keys maps NPCs of NPCs to the idempotency key of their tick, as the
 	// Idempotency-Key header does for one NPC's tick.
 	Keys map[string]string `json:"keys,omitempty"`
+	// Scope limits an empty NPCs to the pending NPCs of one scope.
+	Scope string `json:"scope,omitempty"`
+}
+
+// BatchLine is one line of a batch tick answered as NDJSON: the result of
+// an NPC that ticked, or the failure of one that did not.
+type BatchLine struct {
+	Result *TickResult `json:"result,omitempty"`
+	Error  *BatchError `json:"error,omitempty"`
 }
 
 // Feed is a page of the action feed, GET /v1/actions; see tick.Feed.

@@ -50,9 +50,14 @@ type Character struct {
 	Masking         MaskingSettings        `gorm:"embedded;embeddedPrefix:masking_" json:"masking"`
 	Sleep           SleepSettings          `gorm:"embedded;embeddedPrefix:sleep_" json:"sleep"`
 	Tools           store.JSON[[]ToolSpec] `json:"tools"`
-	State           State                  `gorm:"embedded" json:"-"`
-	CreatedAt       time.Time              `json:"created_at"`
-	UpdatedAt       time.Time              `json:"updated_at"`
+	// Scope is the game, shard or zone the NPC belongs to (ValidID, or
+	// empty for none): batch ticks and the action feed can be limited to
+	// one.
+	Scope     string           `gorm:"size:64;index:idx_characters_scope" json:"scope"`
+	AutoTick  AutoTickSettings `gorm:"embedded;embeddedPrefix:auto_tick_" json:"auto_tick"`
+	State     State            `gorm:"embedded" json:"-"`
+	CreatedAt time.Time        `json:"created_at"`
+	UpdatedAt time.Time        `json:"updated_at"`
 }
 
 // CompactionSettings say when and how much history is compacted.
@@ -106,6 +111,26 @@ type SleepSettings struct {
 	Cron     string `gorm:"size:128" json:"cron"`
 	Timezone string `gorm:"size:64" json:"timezone"`
 }
+
+// AutoTickSettings let npcd tick the NPC itself once input arrives: when
+// it has been quiet for Debounce, and at the latest MaxWait after the first
+// pending input. The actions go to the action feed.
+type AutoTickSettings struct {
+	Enabled bool `json:"enabled"`
+	// DebounceMS is how long the NPC's inbox must be quiet; default 50.
+	DebounceMS int `gorm:"column:debounce_ms" json:"debounce_ms"`
+	// MaxWaitMS bounds the wait after the first pending input under a
+	// steady stream; default 500 (or DebounceMS when larger).
+	MaxWaitMS int `gorm:"column:max_wait_ms" json:"max_wait_ms"`
+}
+
+// Auto-tick defaults and bounds, in milliseconds.
+const (
+	DefaultAutoTickDebounceMS = 50
+	DefaultAutoTickMaxWaitMS  = 500
+	MaxAutoTickDebounceMS     = 60000
+	MaxAutoTickMaxWaitMS      = 600000
+)
 
 // ToolSpec is a game tool declared by the game server. Parameters is a JSON
 // Schema for the arguments; Returns marks tools whose results the game posts
@@ -233,6 +258,12 @@ func (c *Character) ApplyDefaults() {
 	if c.Masking.ExemptTools.V == nil {
 		c.Masking.ExemptTools.V = []string{}
 	}
+	if c.AutoTick.DebounceMS == 0 {
+		c.AutoTick.DebounceMS = DefaultAutoTickDebounceMS
+	}
+	if c.AutoTick.MaxWaitMS == 0 {
+		c.AutoTick.MaxWaitMS = max(DefaultAutoTickMaxWaitMS, c.AutoTick.DebounceMS)
+	}
 }
 
 // DefaultTools are the game tools an NPC gets when it declares none.
@@ -339,6 +370,12 @@ func (c *Character) Validate() error {
 		return bad("sleep.cron", "is longer than 128 bytes")
 	case len(c.Sleep.Timezone) > 64:
 		return bad("sleep.timezone", "is longer than 64 bytes")
+	case c.Scope != "" && !ValidID(c.Scope):
+		return bad("scope", "must be empty or 1-64 characters of a-z 0-9 _ -")
+	case c.AutoTick.DebounceMS < 1 || c.AutoTick.DebounceMS > MaxAutoTickDebounceMS:
+		return bad("auto_tick.debounce_ms", "must be between 1 and %d", MaxAutoTickDebounceMS)
+	case c.AutoTick.MaxWaitMS < c.AutoTick.DebounceMS || c.AutoTick.MaxWaitMS > MaxAutoTickMaxWaitMS:
+		return bad("auto_tick.max_wait_ms", "must be between debounce_ms (%d) and %d", c.AutoTick.DebounceMS, MaxAutoTickMaxWaitMS)
 	}
 	if c.Sleep.Timezone != "" {
 		if _, err := time.LoadLocation(c.Sleep.Timezone); err != nil {

@@ -42,6 +42,14 @@ func TestApplyDefaults(t *testing.T) {
 			},
 		},
 		{
+			// A long debounce raises the default max wait to it.
+			name: "auto-tick max wait follows a long debounce",
+			in:   character.Character{AutoTick: character.AutoTickSettings{Enabled: true, DebounceMS: 2000}},
+			want: func(c *character.Character) {
+				c.AutoTick = character.AutoTickSettings{Enabled: true, DebounceMS: 2000, MaxWaitMS: 2000}
+			},
+		},
+		{
 			// An explicit empty tool list means "no game tools", not "defaults".
 			name: "empty tool list is kept",
 			in:   character.Character{Tools: store.NewJSON([]character.ToolSpec{})},
@@ -62,7 +70,8 @@ func TestApplyDefaults(t *testing.T) {
 				},
 				Masking: character.MaskingSettings{Enabled: boolPtr(true), KeepRecentTurns: character.DefaultKeepRecentTurns,
 					OffloadBytes: character.DefaultOffloadBytes, ExemptTools: store.NewJSON([]string{})},
-				Tools: store.NewJSON(character.DefaultTools()),
+				Tools:    store.NewJSON(character.DefaultTools()),
+				AutoTick: character.AutoTickSettings{DebounceMS: character.DefaultAutoTickDebounceMS, MaxWaitMS: character.DefaultAutoTickMaxWaitMS},
 			}
 			tt.want(&want)
 			if diff := cmp.Diff(want, got); diff != "" {
@@ -141,6 +150,11 @@ func TestValidate(t *testing.T) {
 		{"long cron", func(c *character.Character) { c.Sleep.Cron = strings.Repeat("*", 129) }, "sleep.cron"},
 		{"long time zone", func(c *character.Character) { c.Sleep.Timezone = strings.Repeat("z", 65) }, "sleep.timezone"},
 		{"unknown time zone", func(c *character.Character) { c.Sleep.Timezone = "Mars/Olympus_Mons" }, "sleep.timezone"},
+		{"bad scope", func(c *character.Character) { c.Scope = "Zone 1" }, "scope"},
+		{"zero debounce", func(c *character.Character) { c.AutoTick.DebounceMS = -1 }, "auto_tick.debounce_ms"},
+		{"long debounce", func(c *character.Character) { c.AutoTick.DebounceMS = 60001; c.AutoTick.MaxWaitMS = 70000 }, "auto_tick.debounce_ms"},
+		{"max wait below debounce", func(c *character.Character) { c.AutoTick.DebounceMS = 100; c.AutoTick.MaxWaitMS = 99 }, "auto_tick.max_wait_ms"},
+		{"long max wait", func(c *character.Character) { c.AutoTick.MaxWaitMS = 600001 }, "auto_tick.max_wait_ms"},
 		{"too many tools", func(c *character.Character) { c.Tools = tools(many...) }, "tools"},
 		{"bad second tool name", func(c *character.Character) { c.Tools = tools("look", "pick up") }, "tools[1].name"},
 		{"empty tool name", func(c *character.Character) { c.Tools = tools("") }, "tools[0].name"},

@@ -14,12 +14,16 @@ type Event struct {
 	CharacterID string  `gorm:"size:64;not null;uniqueIndex:idx_events_char_ref,priority:1;index:idx_events_char_pending,priority:1"`
 	Ref         *string `gorm:"size:128;uniqueIndex:idx_events_char_ref,priority:2"` // the game's event id; nil when none was given
 	Kind        string  `gorm:"size:32"`
-	Actor       string  `gorm:"size:128"`
-	Target      string  `gorm:"size:128"`
-	Text        string
-	Room        string `gorm:"size:128"`
-	At          time.Time
-	ReceivedAt  time.Time
+	// Actor is who acts as the NPC sees them (the display name); ActorID
+	// is the game's stable id of that actor, empty when the game sent only
+	// a name. Profiles key on the id when there is one.
+	Actor      string `gorm:"size:128"`
+	ActorID    string `gorm:"size:128"`
+	Target     string `gorm:"size:128"`
+	Text       string
+	Room       string `gorm:"size:128"`
+	At         time.Time
+	ReceivedAt time.Time
 	// ConsumedAt is set by the tick that turned the event into a message, in
 	// the same transaction that wrote that message.
 	ConsumedAt   *time.Time `gorm:"index:idx_events_char_pending,priority:2"`
@@ -30,9 +34,11 @@ type Event struct {
 // Profile is what the NPC knows about one entity (a player, another NPC, a
 // faction, a place, an item). Beliefs about it are Facts.
 type Profile struct {
-	ID           int64                          `gorm:"primaryKey;autoIncrement" json:"id"`
-	CharacterID  string                         `gorm:"size:64;not null;uniqueIndex:idx_profiles_char_entity,priority:1" json:"-"`
-	Entity       string                         `gorm:"size:128;not null;uniqueIndex:idx_profiles_char_entity,priority:2" json:"entity"`
+	ID          int64  `gorm:"primaryKey;autoIncrement" json:"id"`
+	CharacterID string `gorm:"size:64;not null;uniqueIndex:idx_profiles_char_entity,priority:1" json:"-"`
+	// Entity is the profile's key: EntityKey of a name, or ActorKey of a
+	// game's actor id (then Name is the latest display name seen).
+	Entity       string                         `gorm:"size:192;not null;uniqueIndex:idx_profiles_char_entity,priority:2" json:"entity"`
 	Name         string                         `gorm:"size:128" json:"name"`
 	Kind         string                         `gorm:"size:32" json:"kind"`
 	Description  string                         `json:"description"`
@@ -50,7 +56,7 @@ type Profile struct {
 type Fact struct {
 	ID          int64  `gorm:"primaryKey;autoIncrement" json:"id"`
 	CharacterID string `gorm:"size:64;not null;index:idx_facts_char_entity,priority:1" json:"-"`
-	Entity      string `gorm:"size:128;not null;index:idx_facts_char_entity,priority:2" json:"entity"`
+	Entity      string `gorm:"size:192;not null;index:idx_facts_char_entity,priority:2" json:"entity"`
 	// Key names the slot a fact fills ("sword", "home"); a new fact with the
 	// same key supersedes the current one. Empty for free-standing facts.
 	Key          string              `gorm:"size:64" json:"key,omitempty"`

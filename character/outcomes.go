@@ -83,6 +83,7 @@ type FeedQuery struct {
 	After int64    // only outcomes with a greater ID
 	Limit int      // at most this many
 	NPCs  []string // only these NPCs; none means all
+	Scope string   // only NPCs of this scope; empty means all
 }
 
 // Outcomes returns the committed outcomes of non-idle ticks after the
@@ -91,6 +92,9 @@ func (s *Store) Outcomes(ctx context.Context, fq FeedQuery) ([]TickOutcome, erro
 	q := s.q(ctx).Where("id > ? AND idle = ?", fq.After, false)
 	if len(fq.NPCs) > 0 {
 		q = q.Where("character_id IN ?", fq.NPCs)
+	}
+	if fq.Scope != "" {
+		q = q.Where("character_id IN (?)", s.q(ctx).Model(&Character{}).Select("id").Where("scope = ?", fq.Scope))
 	}
 	var os []TickOutcome
 	if err := q.Order("id").Limit(fq.Limit).Find(&os).Error; err != nil {

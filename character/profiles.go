@@ -30,6 +30,8 @@ type ProfileUpdate struct {
 }
 
 // UpsertProfile creates or updates the profile of an entity.
+// u.Entity is a name or a key made by ActorKey; a name resolves as
+// resolveEntity says.
 func (s *Store) UpsertProfile(ctx context.Context, id string, u ProfileUpdate) (*Profile, error) {
 	key := EntityKey(u.Entity)
 	if key == "" {
@@ -37,7 +39,11 @@ func (s *Store) UpsertProfile(ctx context.Context, id string, u ProfileUpdate) (
 	}
 	var p Profile
 	err := s.atomically(ctx, func(tx *gorm.DB) error {
-		err := tx.Where("character_id = ? AND entity = ?", id, key).Take(&p).Error
+		var err error
+		if key, err = resolveEntity(tx, id, u.Entity); err != nil {
+			return err
+		}
+		err = tx.Where("character_id = ? AND entity = ?", id, key).Take(&p).Error
 		now := time.Now().UTC()
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			p = Profile{CharacterID: id, Entity: key, Name: strings.TrimSpace(u.Entity), FirstSeen: u.SeenAt, LastSeen: u.SeenAt}
@@ -80,6 +86,28 @@ func (s *Store) UpsertProfile(ctx context.Context, id string, u ProfileUpdate) (
 	return &p, nil
 }
 
+// resolveEntity is the profile key an NPC's knowledge about entity goes
+// under. A key made by ActorKey is itself. A name (as the model writes it,
+// since the NPC sees names, not ids) is the profile of the game actor most
+// recently seen under that name, or else its own name key: a fact about
+// "Bob" joins what the NPC knows of the Bob it met, whatever his game id.
+func resolveEntity(tx *gorm.DB, id, entity string) (string, error) {
+	key := EntityKey(entity)
+	if key == "" || IsActorKey(key) {
+		return key, nil
+	}
+	var keys []string
+	err := tx.Model(&Profile{}).Where("character_id = ? AND entity LIKE ? AND LOWER(name) = ?", id, actorKeyPrefix+"%", key).
+		Order("last_seen DESC").Limit(1).Pluck("entity", &keys).Error
+	if err != nil {
+		return "", fmt.Errorf("resolve entity %q of %q: %w", key, id, err)
+	}
+	if len(keys) == 1 {
+		return keys[0], nil
+	}
+	return key, nil
+}
+
 // FactAction says what AddFact did.
 type FactAction string
 
@@ -106,6 +134,10 @@ func (s *Store) AddFact(ctx context.Context, id string, f Fact) (*Fact, FactActi
 	}
 	action := FactAdded
 	err := s.atomically(ctx, func(tx *gorm.DB) error {
+		var err error
+		if f.Entity, err = resolveEntity(tx, id, f.Entity); err != nil {
+			return err
+		}
 		var current []Fact
 		if err := tx.Where("character_id = ? AND entity = ? AND superseded_at IS NULL", id, f.Entity).Find(&current).Error; err != nil {
 			return err

@@ -82,6 +82,44 @@ func Migrations() []store.Migration {
 		Up: func(tx *gorm.DB) error {
 			return tx.Exec("CREATE INDEX IF NOT EXISTS idx_characters_game_time ON characters (game_time)").Error
 		},
+	}, {
+		// Events carry the game's stable actor id; profiles key on it, so
+		// their key (ActorKey: "@" and up to 128 characters) is longer.
+		Component: "character", Version: 5, Name: "actor ids",
+		Up: func(tx *gorm.DB) error {
+			if !tx.Migrator().HasColumn(&Event{}, "ActorID") {
+				if err := tx.Migrator().AddColumn(&Event{}, "ActorID"); err != nil {
+					return err
+				}
+			}
+			if tx.Dialector.Name() != "postgres" {
+				return nil // SQLite does not bound text by its declared size
+			}
+			for _, table := range []string{"profiles", "facts"} {
+				if err := tx.Exec("ALTER TABLE " + table + " ALTER COLUMN entity TYPE varchar(192)").Error; err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}, {
+		Component: "character", Version: 6, Name: "scopes and auto-tick settings",
+		Up: func(tx *gorm.DB) error {
+			m := tx.Migrator()
+			for _, col := range []string{"scope", "auto_tick_enabled", "auto_tick_debounce_ms", "auto_tick_max_wait_ms"} {
+				if !m.HasColumn(&Character{}, col) {
+					if err := m.AddColumn(&Character{}, col); err != nil {
+						return err
+					}
+				}
+			}
+			if err := tx.Exec("CREATE INDEX IF NOT EXISTS idx_characters_scope ON characters (scope)").Error; err != nil {
+				return err
+			}
+			return tx.Model(&Character{}).Where("auto_tick_debounce_ms IS NULL OR auto_tick_debounce_ms = 0").
+				Updates(map[string]any{"auto_tick_enabled": false, "auto_tick_debounce_ms": DefaultAutoTickDebounceMS,
+					"auto_tick_max_wait_ms": DefaultAutoTickMaxWaitMS, "scope": ""}).Error
+		},
 	}}
 }
 
@@ -126,6 +164,7 @@ var settingsColumns = []string{
 	"compaction_preserve_recent_messages", "compaction_preserve_ratio", "compaction_target",
 	"masking_enabled", "masking_keep_recent_turns", "masking_exempt_tools", "masking_offload_bytes",
 	"sleep_cron", "sleep_timezone", "tools", "system_tokens", "tool_tokens", "updated_at",
+	"scope", "auto_tick_enabled", "auto_tick_debounce_ms", "auto_tick_max_wait_ms",
 }
 
 // Put creates c or replaces the settings of an existing NPC with the same id,
@@ -384,12 +423,36 @@ func (s *Store) PendingTotal(ctx context.Context) (int64, error) {
 // NPCsWithPending returns the ids of NPCs that have unconsumed events or
 // posted tool results their next tick must continue from, ordered.
 func (s *Store) NPCsWithPending(ctx context.Context) ([]string, error) {
+	return s.PendingIn(ctx, PendingQuery{})
+}
+
+// PendingQuery narrows PendingIn.
+type PendingQuery struct {
+	Scope    string // only NPCs of this scope; empty: every NPC
+	AutoTick bool   // only NPCs with auto-tick enabled
+}
+
+// PendingIn is NPCsWithPending limited as pq says.
+func (s *Store) PendingIn(ctx context.Context, pq PendingQuery) ([]string, error) {
 	var ids, resume []string
-	err := s.q(ctx).Model(&Event{}).Where("consumed_at IS NULL").Distinct("character_id").Pluck("character_id", &ids).Error
+	narrow := func(q *gorm.DB) *gorm.DB {
+		if pq.Scope != "" {
+			q = q.Where("scope = ?", pq.Scope)
+		}
+		if pq.AutoTick {
+			q = q.Where("auto_tick_enabled = ?", true)
+		}
+		return q
+	}
+	evq := s.q(ctx).Model(&Event{}).Where("consumed_at IS NULL")
+	if pq.Scope != "" || pq.AutoTick {
+		evq = evq.Where("character_id IN (?)", narrow(s.q(ctx).Model(&Character{}).Select("id")))
+	}
+	err := evq.Distinct("character_id").Pluck("character_id", &ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("npcs with pending events: %w", err)
 	}
-	if err := s.q(ctx).Model(&Character{}).Where("resume = ?", true).Pluck("id", &resume).Error; err != nil {
+	if err := narrow(s.q(ctx).Model(&Character{}).Where("resume = ?", true)).Pluck("id", &resume).Error; err != nil {
 		return nil, fmt.Errorf("npcs with pending results: %w", err)
 	}
 	seen := map[string]bool{}
@@ -788,8 +851,26 @@ func normalizeEntity(name string) string {
 	return strings.ToLower(strings.Join(strings.Fields(name), " "))
 }
 
-// EntityKey is the key a profile for name is stored under.
-func EntityKey(name string) string { return normalizeEntity(name) }
+// EntityKey is the key a profile for name is stored under. A key made by
+// ActorKey is returned as it is.
+func EntityKey(name string) string {
+	if IsActorKey(name) {
+		return name
+	}
+	return normalizeEntity(name)
+}
+
+// actorKeyPrefix starts the profile key of a game's actor id. Names never
+// hold it (events refuse it in names), so the two kinds of keys never meet.
+const actorKeyPrefix = "@"
+
+// ActorKey is the key of the profile of the actor the game identifies as
+// id: the id verbatim (ids are case-sensitive), after a prefix no name
+// holds. A renamed actor keeps the key; two actors of one name have two.
+func ActorKey(id string) string { return actorKeyPrefix + id }
+
+// IsActorKey reports whether key was made by ActorKey.
+func IsActorKey(key string) bool { return len(key) > 1 && strings.HasPrefix(key, actorKeyPrefix) }
 
 // LatestMessageID returns the id of the NPC's newest message, or 0.
 func (s *Store) LatestMessageID(ctx context.Context, id string) (int64, error) {

@@ -5,7 +5,9 @@
 // runs the model's step loop with tools, recovers from context overflow, and
 // commits each turn in one transaction, with the answer the game gets: a
 // tick under an idempotency key is never run twice, a committed answer can be
-// fetched again, and the action feed reads them in commit order.
+// fetched again, and the action feed reads them in commit order. NPCs with
+// auto-tick are ticked by the engine itself once their input has settled
+// (autotick.go), under the same per-NPC lock as every other tick.
 //
 // It must not import api or cmd. The API and cmd/npcd call it; it calls
 // character, journal, tools, sleep and llm.

@@ -194,6 +194,7 @@ type Engine struct {
 	toolsets sync.Map // npc id → cachedSet
 	history  *historyCache
 	feed     *feedSignal // wakes action feed readers
+	auto     *autoTicker
 
 	mu       sync.Mutex
 	closed   bool
@@ -237,19 +238,22 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 		deps.Sleeper = r
 	}
 	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
-		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal()}, nil
+		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker()}, nil
 }
 
 // Config returns the engine's configuration with defaults applied.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Close refuses new work and waits for in-flight ticks to finish or ctx to end.
+// Close refuses new work, stops the auto-tick timers and waits for
+// in-flight ticks (auto-ticks included) to finish or ctx to end. Input an
+// auto-tick did not answer stays pending (ResumeAutoTicks at the next start).
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
+	e.stopAutoTicks()
 	done := make(chan struct{})
-	go func() { e.inflight.Wait(); close(done) }()
+	go func() { e.inflight.Wait(); e.auto.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil

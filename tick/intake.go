@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/npcd/npcd/internal/text"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -26,17 +27,54 @@ const (
 
 // EventInput is one perceived event as the game sends it.
 type EventInput struct {
-	ID     string    `json:"id,omitempty"`
-	Kind   string    `json:"kind"`
-	Actor  string    `json:"actor,omitempty"`
-	Target string    `json:"target,omitempty"`
-	Text   string    `json:"text,omitempty"`
-	Room   string    `json:"room,omitempty"`
-	At     time.Time `json:"at,omitzero"`
+	ID    string `json:"id,omitempty"`
+	Kind  string `json:"kind"`
+	Actor string `json:"actor,omitempty"`
+	// ActorID is the game's stable id of the actor, what its profile keys
+	// on (see ValidActorID); ActorName the name the NPC sees. With only
+	// Actor, it is both; with ActorID alone, the name is the id.
+	ActorID   string    `json:"actor_id,omitempty"`
+	ActorName string    `json:"actor_name,omitempty"`
+	Target    string    `json:"target,omitempty"`
+	Text      string    `json:"text,omitempty"`
+	Room      string    `json:"room,omitempty"`
+	At        time.Time `json:"at,omitzero"`
 	// Self says the event is the NPC's own act as the game resolved it
 	// (actor empty or the NPC itself). Without it an actor naming the NPC
 	// is refused: the line would read as the NPC's own words.
 	Self bool `json:"self,omitempty"`
+}
+
+// actorIDRe is what a game's actor id may hold.
+var actorIDRe = regexp.MustCompile(`^[A-Za-z0-9_.:@-]{1,128}$`)
+
+// ValidActorID reports whether id is a valid actor_id: 1-128 characters of
+// A-Z a-z 0-9 _ . : @ -.
+func ValidActorID(id string) bool { return actorIDRe.MatchString(id) }
+
+// actorOf settles an event's actor: its display name and its id, from the
+// three fields a game may send.
+func actorOf(f string, ev EventInput) (name, id string, err error) {
+	name = ev.Actor
+	if ev.ActorName != "" {
+		if ev.Actor != "" && text.OneLine(ev.Actor) != text.OneLine(ev.ActorName) {
+			return "", "", &InputError{Field: f + ".actor_name", Message: fmt.Sprintf("differs from actor (%q); send the display name in one of them", text.Clip(ev.Actor, 40))}
+		}
+		name = ev.ActorName
+		if err := checkName(f+".actor_name", text.OneLine(name)); err != nil {
+			return "", "", err
+		}
+	}
+	if ev.ActorID == "" {
+		return text.OneLine(name), "", nil
+	}
+	if !ValidActorID(ev.ActorID) {
+		return "", "", &InputError{Field: f + ".actor_id", Message: "must be 1-128 characters of A-Z a-z 0-9 _ . : @ -"}
+	}
+	if name == "" {
+		name = ev.ActorID
+	}
+	return text.OneLine(name), ev.ActorID, nil
 }
 
 // MaxNameChars bounds an event's actor, target and room, in characters.
@@ -94,13 +132,15 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 			return 0, 0, &InputError{Field: f + ".id", Message: fmt.Sprintf("is longer than %d bytes", maxShortField)}
 		case len(ev.Actor) > maxShortField:
 			return 0, 0, &InputError{Field: f + ".actor", Message: fmt.Sprintf("is longer than %d bytes", maxShortField)}
+		case len(ev.ActorName) > maxShortField:
+			return 0, 0, &InputError{Field: f + ".actor_name", Message: fmt.Sprintf("is longer than %d bytes", maxShortField)}
 		case len(ev.Target) > maxShortField:
 			return 0, 0, &InputError{Field: f + ".target", Message: fmt.Sprintf("is longer than %d bytes", maxShortField)}
 		case len(ev.Room) > maxShortField:
 			return 0, 0, &InputError{Field: f + ".room", Message: fmt.Sprintf("is longer than %d bytes", maxShortField)}
 		case len(ev.Text) > e.cfg.MaxEventTextBytes:
 			return 0, 0, &InputError{Field: f + ".text", Message: fmt.Sprintf("is longer than %d bytes", e.cfg.MaxEventTextBytes)}
-		case strings.TrimSpace(ev.Text) == "" && strings.TrimSpace(ev.Actor) == "" && !ev.Self:
+		case strings.TrimSpace(ev.Text) == "" && strings.TrimSpace(ev.Actor+ev.ActorName+ev.ActorID) == "" && !ev.Self:
 			return 0, 0, &InputError{Field: f + ".text", Message: "an event needs a text or an actor"}
 		}
 		for _, n := range []struct{ field, value string }{{".kind", kind}, {".actor", ev.Actor}, {".target", ev.Target}, {".room", ev.Room}} {
@@ -108,7 +148,11 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 				return 0, 0, err
 			}
 		}
-		evs[i] = character.Event{Kind: kind, Actor: text.OneLine(ev.Actor), Target: text.OneLine(ev.Target), Text: ev.Text, Room: text.OneLine(ev.Room), At: ev.At}
+		name, actorID, err := actorOf(f, ev)
+		if err != nil {
+			return 0, 0, err
+		}
+		evs[i] = character.Event{Kind: kind, Actor: name, ActorID: actorID, Target: text.OneLine(ev.Target), Text: ev.Text, Room: text.OneLine(ev.Room), At: ev.At}
 		if ev.ID != "" {
 			ref := ev.ID
 			evs[i].Ref = &ref
@@ -131,15 +175,25 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 	for i, ev := range in {
 		f := fmt.Sprintf("events[%d].actor", i)
 		switch {
+		case ev.ActorName != "":
+			f += "_name"
+		case ev.Actor == "" && ev.ActorID != "":
+			f += "_id" // the id is the name
+		}
+		switch {
 		case ev.Self && evs[i].Actor != "" && !isSelf(evs[i].Actor, c):
 			return 0, 0, &ValueError{Field: f, Message: fmt.Sprintf("names %q, but the event says it is the NPC's own act (self); leave actor empty or name the NPC", evs[i].Actor)}
 		case ev.Self:
-			evs[i].Actor = c.Name
+			evs[i].Actor, evs[i].ActorID = c.Name, ""
 		case isSelf(evs[i].Actor, c):
 			return 0, 0, &ValueError{Field: f, Message: fmt.Sprintf("is the NPC itself (%q); send \"self\": true when the event is the NPC's own act as the game resolved it", evs[i].Actor)}
 		}
 	}
-	return e.deps.Characters.AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)
+	accepted, duplicates, err = e.deps.Characters.AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)
+	if err == nil && accepted > 0 {
+		e.autoNote(c)
+	}
+	return accepted, duplicates, err
 }
 
 // checkEventTimes refuses events dated more than MaxEventLead ahead of the
@@ -218,9 +272,10 @@ func (e *Engine) PostToolResults(ctx context.Context, id string, results []ToolR
 		}
 		seen[r.CallID] = true
 	}
-	return e.withNPC(ctx, id, func(ctx context.Context) error {
-		c, err := e.deps.Characters.Get(ctx, id)
-		if err != nil {
+	var c *character.Character
+	err := e.withNPC(ctx, id, func(ctx context.Context) error {
+		var err error
+		if c, err = e.deps.Characters.Get(ctx, id); err != nil {
 			return err
 		}
 		waiting := map[string]string{}
@@ -253,6 +308,10 @@ func (e *Engine) PostToolResults(ctx context.Context, id string, results []ToolR
 			return cs.UpdateState(ctx, id, map[string]any{"awaiting": store.NewJSON(rest), "resume": len(rest) == 0})
 		})
 	})
+	if err == nil && len(c.State.Awaiting.V) == len(results) {
+		e.autoNote(c) // the last awaited result: the turn can go on
+	}
+	return err
 }
 
 // BatchError is one NPC's failure in a batch tick. Err is the internal

@@ -161,6 +161,7 @@ type FeedQuery struct {
 	After int64         // the cursor of the last tick the reader has
 	Limit int           // at most this many ticks; default DefaultFeedLimit
 	NPCs  []string      // only these NPCs; none means every NPC
+	Scope string        // only NPCs of this scope; empty means every scope
 	Wait  time.Duration // with nothing new, wait up to this long for it
 }
 
@@ -197,7 +198,7 @@ func (e *Engine) Actions(ctx context.Context, fq FeedQuery) (*Feed, error) {
 	deadline := e.deps.Clock.Now().Add(fq.Wait)
 	for {
 		wake := e.feed.wait() // taken before reading, so no commit slips between
-		os, err := e.deps.Characters.Outcomes(ctx, character.FeedQuery{After: fq.After, Limit: fq.Limit, NPCs: fq.NPCs})
+		os, err := e.deps.Characters.Outcomes(ctx, character.FeedQuery{After: fq.After, Limit: fq.Limit, NPCs: fq.NPCs, Scope: fq.Scope})
 		if err != nil {
 			return nil, err
 		}
@@ -238,6 +239,10 @@ func feedOf(os []character.TickOutcome, after int64) (*Feed, error) {
 // daemon shutting down calls it so long polls do not hold the shutdown.
 // Feed reads still answer, without waiting.
 func (e *Engine) StopFeed() { e.feed.stopOnce.Do(func() { close(e.feed.stopped) }) }
+
+// FeedStopped is closed once StopFeed was called: a stream of the feed
+// ends then.
+func (e *Engine) FeedStopped() <-chan struct{} { return e.feed.stopped }
 
 // feedSignal wakes feed readers when a tick commits.
 type feedSignal struct {

@@ -133,15 +133,27 @@ func entitiesIn(evs []character.Event, self string) []string {
 	var out []string
 	seen := map[string]bool{character.EntityKey(self): true, "": true, "you": true}
 	for _, e := range evs {
-		for _, n := range []string{e.Actor, e.Target} {
+		for i, n := range []string{e.Actor, e.Target} {
 			k := character.EntityKey(n)
+			if i == 0 && k != "" && k != character.EntityKey(self) {
+				k = actorKey(e)
+			}
 			if !seen[k] {
 				seen[k] = true
-				out = append(out, n)
+				out = append(out, k)
 			}
 		}
 	}
 	return out
+}
+
+// actorKey is the profile key of an event's actor: its game id's when the
+// game sent one, its name's otherwise.
+func actorKey(e character.Event) string {
+	if e.ActorID != "" {
+		return character.ActorKey(e.ActorID)
+	}
+	return character.EntityKey(e.Actor)
 }
 
 // workingContext builds the transient system message for this turn: profiles

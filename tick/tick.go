@@ -561,9 +561,11 @@ func (e *Engine) notePerceptions(ctx context.Context, cs *character.Store, js *j
 	seen := map[string]bool{}
 	var entries []*journal.Entry
 	for _, ev := range ts.events {
-		if k := character.EntityKey(ev.Actor); k != "" && k != character.EntityKey(ts.c.Name) && !seen[k] {
+		if k := actorKey(ev); k != "" && k != character.EntityKey(ts.c.Name) && !seen[k] {
 			seen[k] = true
-			if _, err := cs.UpsertProfile(ctx, ts.c.ID, character.ProfileUpdate{Entity: ev.Actor, SeenAt: ev.At}); err != nil {
+			// The display name is kept up to date: a renamed actor with
+			// a game id keeps its profile under the new name.
+			if _, err := cs.UpsertProfile(ctx, ts.c.ID, character.ProfileUpdate{Entity: k, Name: ev.Actor, SeenAt: ev.At}); err != nil {
 				return err
 			}
 		}

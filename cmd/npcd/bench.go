@@ -106,6 +106,7 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 	sched.Flags().IntVar(&scheduled, "npcs", 10000, "NPCs with a sleep schedule")
 	sched.Flags().DurationVar(&idle, "idle", 30*time.Second, "how long to watch the idle scheduler")
 	cmd.AddCommand(ticks, budget, plan, masking, tokens, sweep, sched)
+	cmd.AddCommand(benchSayCommand(stdout, h))
 	return cmd
 }
 

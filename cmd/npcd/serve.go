@@ -80,6 +80,14 @@ func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- strin
 		a.close(context.Background())
 		return fmt.Errorf("sleep schedules: %w", err)
 	}
+	// Input posted before a restart to NPCs with auto-tick is answered
+	// without waiting for more.
+	if n, err := a.engine.ResumeAutoTicks(ctx); err != nil {
+		a.close(context.Background())
+		return fmt.Errorf("auto-ticks: %w", err)
+	} else if n > 0 {
+		log.Info().Int("npcs", n).Msg("auto-tick resumed for npcs with pending input")
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		a.close(context.Background())
