@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -64,6 +65,16 @@ func benchCommand(stdout, stderr io.Writer) *cobra.Command {
 
 // benchApp opens an app on a fresh database in a temporary directory.
 func benchApp(ctx context.Context, opt appOptions) (*app, func(), error) {
+	return benchAppOn(ctx, "", opt)
+}
+
+// benchAppOn is benchApp on the PostgreSQL database at dsn when dsn is not
+// empty: the app works in a new schema of it, dropped when done, so runs
+// never see each other's NPCs.
+func benchAppOn(ctx context.Context, dsn string, opt appOptions) (*app, func(), error) {
+	if dsn != "" {
+		return benchAppPostgres(ctx, dsn, opt)
+	}
 	dir, err := os.MkdirTemp("", "npcd-bench-")
 	if err != nil {
 		return nil, nil, err
@@ -76,6 +87,38 @@ func benchApp(ctx context.Context, opt appOptions) (*app, func(), error) {
 		return nil, nil, err
 	}
 	return a, func() { a.close(context.Background()); os.RemoveAll(dir) }, nil
+}
+
+func benchAppPostgres(ctx context.Context, dsn string, opt appOptions) (*app, func(), error) {
+	admin, err := store.Open(ctx, dsn, store.Options{Driver: store.DriverPostgres, MaxOpenConns: 1})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--db: %w", err)
+	}
+	schema := fmt.Sprintf("npcd_bench_%d_%d", os.Getpid(), time.Now().UnixNano())
+	drop := func() {
+		admin.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE")
+		store.Close(admin)
+	}
+	if err := admin.WithContext(ctx).Exec("CREATE SCHEMA " + schema).Error; err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("--db: %w", err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("--db: %w", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	cfg := defaultConfig()
+	cfg.DB, cfg.DBDriver = u.String(), store.DriverPostgres
+	a, err := openApp(ctx, cfg, zerolog.Nop(), opt)
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	return a, func() { a.close(context.Background()); drop() }, nil
 }
 
 func benchNPC(id string) *character.Character {

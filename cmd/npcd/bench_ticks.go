@@ -30,6 +30,7 @@ type tickBench struct {
 	workers int
 	json    bool
 	http    bool
+	db      string // a PostgreSQL DSN to measure on; "" for a new SQLite file
 }
 
 func benchTicksCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -55,6 +56,10 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 				return fmt.Errorf("--latency must not be negative")
 			case len(b.npcs) == 0:
 				return fmt.Errorf("--npcs needs at least one count")
+			case b.db != "" && !isPostgresDSN(b.db):
+				return fmt.Errorf("--db must be a PostgreSQL URL (postgres://…); without it the bench uses a new SQLite file")
+			case b.http && b.db != "":
+				return fmt.Errorf("--http runs the daemon as configured: it takes no --db")
 			case b.http && (b.history > 0 || b.latency > 0 || b.others > 0):
 				return fmt.Errorf("--http runs the daemon as configured: it takes neither --history, --others nor --latency")
 			}
@@ -74,6 +79,7 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 	f.DurationVar(&b.latency, "latency", 0, "latency of each model call (a fake model in front of the builtin one), e.g. 200ms")
 	f.IntVar(&b.workers, "workers", tick.MaxBatchWorkers, "ticks run at once")
 	f.BoolVar(&b.json, "json", false, "print one JSON object per measurement")
+	f.StringVar(&b.db, "db", "", "measure on this PostgreSQL database (postgres://…), in a schema of its own dropped after; default a new SQLite file")
 	f.BoolVar(&b.http, "http", false, "tick through the real daemon on a loopback port: one client request per NPC tick, then batches of 100 (latencies include the model)")
 	return cmd
 }
@@ -170,7 +176,7 @@ func benchTicks(ctx context.Context, out, progress io.Writer, b tickBench) error
 const benchModel = "bench-builtin"
 
 func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int) (*tickMeasure, error) {
-	a, done, err := benchApp(ctx, appOptions{
+	a, done, err := benchAppOn(ctx, b.db, appOptions{
 		remote:     timedModel{inner: llm.NewBuiltin(), latency: b.latency},
 		tickConfig: func(c *tick.Config) { c.MaxConcurrentCalls = max(c.MaxConcurrentCalls, b.workers) },
 	})
