@@ -139,8 +139,12 @@ func (m timedModel) Chat(ctx context.Context, req llm.Request) (llm.Response, er
 
 func benchTicks(ctx context.Context, out, progress io.Writer, b tickBench) error {
 	if !b.json {
-		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), SQLite, %d ticks each, %d workers, %d tokens of archived history per NPC, %d messages of other NPCs\n",
-			b.latency, b.ticks, b.workers, b.history, b.others)
+		dialect := "SQLite"
+		if b.db != "" {
+			dialect = "PostgreSQL"
+		}
+		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), %s, %d ticks each, %d workers, %d tokens of archived history per NPC, %d messages of other NPCs\n",
+			b.latency, dialect, b.ticks, b.workers, b.history, b.others)
 		fmt.Fprintf(out, "  %-10s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
 			"mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
 	}

@@ -49,6 +49,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{"ticks", "--others", "-1"},
 		{"ticks", "--latency", "-1s"},
 		{"ticks", "--workers", "0"},
+		{"ticks", "--db", "./bench.db"},
 		{"tokens", "--turns", "0"},
 		{"tokens", "--fact-every", "0"},
 		{"tokens", "--observation-bytes", "0"},
