@@ -71,14 +71,14 @@ func Main(m *testing.M) int {
 }
 
 // Open returns an empty database of the running pass's dialect, closed (and
-// on PostgreSQL dropped) when the test ends.
+// on PostgreSQL its schema dropped) when the test ends.
 func Open(t testing.TB) *gorm.DB {
 	t.Helper()
 	return OpenAt(t, filepath.Join(t.TempDir(), "npcd.db"))
 }
 
 // OpenAt is Open for a database a test opens more than once (a restart):
-// on SQLite the file at path; on PostgreSQL the same database for every call
+// on SQLite the file at path; on PostgreSQL the same schema for every call
 // with the same path, dropped when the test that first opened it ends.
 func OpenAt(t testing.TB, path string) *gorm.DB {
 	t.Helper()
@@ -118,7 +118,7 @@ func SQLiteAt(t testing.TB, path string) *gorm.DB {
 	return db
 }
 
-// Postgres returns a new, empty PostgreSQL database whatever the pass,
+// Postgres returns a new, empty PostgreSQL schema whatever the pass,
 // dropped when the test ends. The test is skipped when NPCD_TEST_POSTGRES is
 // not set, and fails when it is set and the server is not usable.
 func Postgres(t testing.TB) *gorm.DB {
@@ -127,8 +127,9 @@ func Postgres(t testing.TB) *gorm.DB {
 }
 
 // PostgresDSN is Postgres for a test that opens the database itself (a
-// daemon, a command): the DSN of a new, empty database, dropped when the test
-// ends.
+// daemon, a command): the DSN of a new, empty schema (its search_path),
+// dropped when the test ends. Outside a package whose TestMain runs Main,
+// the database holding it stays until dropped by hand.
 func PostgresDSN(t testing.TB) string {
 	t.Helper()
 	return create(t)
