@@ -35,6 +35,7 @@ func TestOptionsCheck(t *testing.T) {
 		{"--others", ticks(func(o *TickOptions) { o.Others = -1 })},
 		{"--latency", ticks(func(o *TickOptions) { o.Latency = -time.Second })},
 		{"--workers", ticks(func(o *TickOptions) { o.Workers = 0 })},
+		{"--db", ticks(func(o *TickOptions) { o.DB = "./bench.db" })},
 		{"--http", ticks(func(o *TickOptions) { o.HTTP, o.Latency = true, time.Millisecond })},
 		{"--turns", tokens(func(o *TokenOptions) { o.Turns = 0 })},
 		{"--fact-every", tokens(func(o *TokenOptions) { o.FactEvery = 0 })},

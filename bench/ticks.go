@@ -28,6 +28,7 @@ type TickOptions struct {
 	Workers int           // ticks run at once
 	JSON    bool          // one JSON object per measurement
 	HTTP    bool          // through the daemon on a loopback port
+	DB      string        // a PostgreSQL URL to measure on; empty for a new SQLite file
 }
 
 // Check refuses bad options, naming the flag of npcd bench ticks.
@@ -45,6 +46,10 @@ func (b TickOptions) Check() error {
 		return fmt.Errorf("--latency must not be negative")
 	case len(b.NPCs) == 0:
 		return fmt.Errorf("--npcs needs at least one count")
+	case b.DB != "" && !strings.HasPrefix(b.DB, "postgres://") && !strings.HasPrefix(b.DB, "postgresql://"):
+		return fmt.Errorf("--db must be a PostgreSQL URL (postgres://…); without it the bench uses a new SQLite file")
+	case b.HTTP && b.DB != "":
+		return fmt.Errorf("--http runs the daemon as configured: it takes no --db")
 	case b.HTTP && (b.History > 0 || b.Latency > 0 || b.Others > 0):
 		return fmt.Errorf("--http runs the daemon as configured: it takes neither --history, --others nor --latency")
 	}
@@ -119,8 +124,12 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		return err
 	}
 	if !b.JSON {
-		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), SQLite, %d ticks each, %d workers, %d tokens of archived history per NPC, %d messages of other NPCs\n",
-			b.Latency, b.Ticks, b.Workers, b.History, b.Others)
+		dialect := "SQLite"
+		if b.DB != "" {
+			dialect = "PostgreSQL"
+		}
+		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), %s, %d ticks each, %d workers, %d tokens of archived history per NPC, %d messages of other NPCs\n",
+			b.Latency, dialect, b.Ticks, b.Workers, b.History, b.Others)
 		fmt.Fprintf(out, "  %-10s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
 			"mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
 	}
@@ -157,6 +166,7 @@ const benchModel = "bench-builtin"
 
 func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOptions, n int) (*TickMeasure, error) {
 	a, done, err := h.Open(ctx, Options{
+		DB:         b.DB,
 		Remote:     timedModel{inner: llm.NewBuiltin(), latency: b.Latency},
 		TickConfig: func(c *tick.Config) { c.MaxConcurrentCalls = max(c.MaxConcurrentCalls, b.Workers) },
 	})

@@ -29,6 +29,9 @@ type Options struct {
 	Remote llm.Chatter
 	// TickConfig, when set, adjusts the engine's settings.
 	TickConfig func(*tick.Config)
+	// DB, when set, is a PostgreSQL URL to measure on, in a schema of
+	// its own dropped when done; empty means a new SQLite file.
+	DB string
 }
 
 // Harness is how the measurements get an npcd: cmd/npcd provides both.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/dbtest"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"
 )
@@ -24,11 +24,7 @@ var counter = llm.NewCounter(llm.BuiltinModel)
 func newDB(t *testing.T) *gorm.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "npcd.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close(db) })
+	db := dbtest.Open(t)
 	if err := store.Migrate(ctx, db, character.Migrations()); err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@
 // people a query names said, and the memories about them, gain relevance
 // (WithEntity). Store.Search, the plain keyword search without an index in memory,
 // is SQLite's FTS5 with BM25 over external-content tables kept in step by
-// triggers (migration 3); on PostgreSQL, which has no FTS5, it falls back to
-// matching terms with ILIKE. Vector search ranks, in Go, vectors from an llm.Embedder (an
+// triggers (migration 3); on PostgreSQL it is PostgreSQL's full-text search,
+// GIN indexes over to_tsvector ranked with ts_rank (migration 4). Vector search ranks, in Go, vectors from an llm.Embedder (an
 // OpenAI-compatible endpoint, or llm.OfflineEmbedder), cached by content
 // hash in the embeddings table and decoded per NPC in memory. The
 // Retriever blends the two with recency on the game's clock and

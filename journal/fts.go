@@ -24,26 +24,38 @@ import (
 // The tokenizer is porter (English stemming) over unicode61 with diacritics
 // removed, so "swords" matches "sword" and "café" matches "cafe".
 //
-// On PostgreSQL there are no FTS tables; keyword search falls back to
-// ILIKE over the query's terms (see keywordPostgres).
+// On PostgreSQL it is PostgreSQL's own full-text search (migration 4): a GIN
+// index over each source table's to_tsvector expression, with the text
+// search configuration npcd_search (English stemming, like porter, after
+// unaccent where the server has that extension, like remove_diacritics),
+// ranked with ts_rank; see keywordPostgres.
 const ftsTokenizer = `porter unicode61 remove_diacritics 2`
 
-// ftsTable describes one FTS5 table over a content table.
+// ftsTable describes one FTS5 table over a content table, and the
+// PostgreSQL index of the same columns.
 type ftsTable struct {
 	name    string   // the FTS table
 	model   any      // the gorm model of the table it indexes
 	cols    []string // indexed columns, character_id first
 	weights string   // bm25 column weights, in cols order
 	content string   // the table it indexes, as gorm names it
+	// tsv is the PostgreSQL tsvector of the text columns (the expression
+	// the GIN index is over, so queries must use it as is), and tsWeights
+	// the ts_rank weights of its labels {D, C, B, A}.
+	tsv, tsWeights string
 }
 
 // ftsTables lists the FTS tables in itemKind order, with their content
 // tables named as gorm names them on db.
 func ftsTables(db *gorm.DB) ([]ftsTable, error) {
 	ts := []ftsTable{
-		{name: "memories_fts", model: &Memory{}, cols: []string{"character_id", "content", "entity"}, weights: "0.0, 1.0, 0.5"},
-		{name: "journal_fts", model: &Entry{}, cols: []string{"character_id", "content"}, weights: "0.0, 1.0"},
-		{name: "messages_fts", model: &character.Message{}, cols: []string{"character_id", "content"}, weights: "0.0, 1.0"},
+		{name: "memories_fts", model: &Memory{}, cols: []string{"character_id", "content", "entity"}, weights: "0.0, 1.0, 0.5",
+			tsv:       `(setweight(to_tsvector('npcd_search', coalesce(content, '')), 'A') || setweight(to_tsvector('npcd_search', coalesce(entity, '')), 'B'))`,
+			tsWeights: "{0, 0, 0.5, 1}"},
+		{name: "journal_fts", model: &Entry{}, cols: []string{"character_id", "content"}, weights: "0.0, 1.0",
+			tsv: `to_tsvector('npcd_search', coalesce(content, ''))`, tsWeights: "{1, 0, 0, 0}"},
+		{name: "messages_fts", model: &character.Message{}, cols: []string{"character_id", "content"}, weights: "0.0, 1.0",
+			tsv: `to_tsvector('npcd_search', coalesce(content, ''))`, tsWeights: "{1, 0, 0, 0}"},
 	}
 	for i := range ts {
 		name, err := tableName(db, ts[i].model)
@@ -65,12 +77,9 @@ func tableName(db *gorm.DB, model any) (string, error) {
 }
 
 // ftsUp creates the FTS tables and their triggers and indexes every
-// existing row. It does nothing on PostgreSQL. The messages table belongs
-// to package character, whose migrations must run first.
+// existing row (SQLite only). The messages table belongs to package
+// character, whose migrations must run first.
 func ftsUp(tx *gorm.DB) error {
-	if !store.IsSQLite(tx) {
-		return nil
-	}
 	tables, err := ftsTables(tx)
 	if err != nil {
 		return err
@@ -101,6 +110,55 @@ func ftsUp(tx *gorm.DB) error {
 	}
 	return nil
 }
+
+// tsUp makes PostgreSQL's full-text search: the text search configuration
+// npcd_search and a GIN index per source table. unaccent is used when the
+// server has it (it comes with PostgreSQL's contrib modules); without it,
+// accents are kept.
+func tsUp(tx *gorm.DB) error {
+	var unaccent string
+	err := tx.Raw(`SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'unaccent'`).Scan(&unaccent).Error
+	if err != nil {
+		return fmt.Errorf("full-text search: %w", err)
+	}
+	if unaccent == "" {
+		var available bool
+		if err := tx.Raw(`SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'unaccent')`).Scan(&available).Error; err != nil {
+			return fmt.Errorf("full-text search: %w", err)
+		}
+		if available {
+			// Creating an extension may need rights the user lacks; the
+			// savepoint keeps the migration going without it.
+			tx.SavePoint("unaccent")
+			if err := tx.Exec(`CREATE EXTENSION IF NOT EXISTS unaccent`).Error; err != nil {
+				tx.RollbackTo("unaccent")
+			} else if err := tx.Raw(`SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'unaccent'`).Scan(&unaccent).Error; err != nil {
+				return fmt.Errorf("full-text search: %w", err)
+			}
+		}
+	}
+	stmts := []string{`CREATE TEXT SEARCH CONFIGURATION npcd_search (COPY = pg_catalog.english)`}
+	if unaccent != "" {
+		stmts = append(stmts, `ALTER TEXT SEARCH CONFIGURATION npcd_search ALTER MAPPING FOR hword, hword_part, word WITH `+
+			quoteIdent(unaccent)+`.unaccent, english_stem`)
+	}
+	tables, err := ftsTables(tx)
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		stmts = append(stmts, fmt.Sprintf(`CREATE INDEX %s_tsv ON %s USING gin (%s)`, t.content, t.content, t.tsv))
+	}
+	for _, s := range stmts {
+		if err := tx.Exec(s).Error; err != nil {
+			return fmt.Errorf("full-text search: %w", err)
+		}
+	}
+	return nil
+}
+
+// quoteIdent quotes a PostgreSQL identifier.
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // ftsWords splits free text into lowercase words of letters and digits.
 // Everything else — quotes, operators' punctuation (* ^ : + - ( ) { }),
@@ -186,52 +244,36 @@ func (s *Store) keywordSearch(ctx context.Context, npc string, terms []string, l
 	return out, nil
 }
 
-// keywordPostgres is the keyword search without FTS: rows containing any
-// term (ILIKE), scored by the share of the query's terms they contain. It
-// has no stemming and no BM25; it exists so that the PostgreSQL deployment
-// runs, with vector search doing most of the ranking.
+// keywordPostgres is keywordSearch on PostgreSQL: rows of NPC npc whose
+// tsvector matches any term, ranked with ts_rank (normalised by the log of
+// the document's length, as BM25 favours short matches).
 func (s *Store) keywordPostgres(ctx context.Context, npc string, terms []string, tables []ftsTable, limit int) ([]kwHit, error) {
+	// One plainto_tsquery per term, ORed: every term is a bound
+	// parameter, so nothing in it is tsquery syntax.
+	qs := make([]string, len(terms))
+	args := make([]any, len(terms))
+	for i, t := range terms {
+		qs[i] = "plainto_tsquery('npcd_search', ?)"
+		args[i] = t
+	}
+	tsq := "(" + strings.Join(qs, " || ") + ")"
 	var out []kwHit
 	for i, t := range tables {
-		var conds []string
-		var args []any
-		for _, term := range terms {
-			conds = append(conds, "content ILIKE ?")
-			args = append(args, "%"+escapeLike(term)+"%")
-		}
-		q := s.q(ctx).Table(t.content).Select("id, content").Where("character_id = ?", npc).Where("("+strings.Join(conds, " OR ")+")", args...)
-		if itemKind(i) == kindMessage {
-			q = q.Where("summary = ? AND content <> ''", false)
-		}
 		var rows []struct {
-			ID      int64
-			Content string
+			ID    int64
+			Score float64
 		}
-		if err := q.Order("id DESC").Limit(limit * 4).Scan(&rows).Error; err != nil {
+		q := fmt.Sprintf(`SELECT id, ts_rank('%[1]s', %[2]s, query.q, 1) AS score FROM %[3]s, (SELECT %[4]s AS q) AS query
+			WHERE character_id = ? AND %[2]s @@ query.q ORDER BY score DESC, id DESC LIMIT ?`, t.tsWeights, t.tsv, t.content, tsq)
+		if err := s.q(ctx).Raw(q, append(append(append([]any{}, args...), npc), limit)...).Scan(&rows).Error; err != nil {
 			return nil, fmt.Errorf("keyword search %s of %q: %w", t.content, npc, err)
 		}
 		for _, r := range rows {
-			have := map[string]bool{}
-			for _, w := range ftsWords(r.Content) {
-				have[w] = true
-			}
-			n := 0
-			for _, term := range terms {
-				if have[term] {
-					n++
-				}
-			}
-			if n > 0 {
-				out = append(out, kwHit{kind: itemKind(i), id: r.ID, score: float64(n) / float64(len(terms))})
-			}
+			out = append(out, kwHit{kind: itemKind(i), id: r.ID, score: r.Score})
 		}
 	}
 	return out, nil
 }
-
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-
-func escapeLike(s string) string { return likeEscaper.Replace(s) }
 
 // Terms splits text into lowercase search terms, dropping stop words, words
 // of one letter and repeats, in order of first appearance.

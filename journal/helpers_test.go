@@ -2,13 +2,13 @@ package journal
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/dbtest"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"
 )
@@ -24,11 +24,7 @@ type testEnv struct {
 func newEnv(tb testing.TB) *testEnv {
 	tb.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(tb.TempDir(), "npcd.db"), store.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { store.Close(db) })
+	db := dbtest.Open(tb)
 	if err := store.Migrate(ctx, db, append(character.Migrations(), Migrations()...)); err != nil {
 		tb.Fatal(err)
 	}

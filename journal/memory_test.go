@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/dbtest"
 	"github.com/npcd/npcd/store"
 )
 
@@ -290,11 +291,7 @@ func TestRecallsAreRecorded(t *testing.T) {
 // it is upgraded.
 func TestUpgradeIndexesExistingRows(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, t.TempDir()+"/old.db", store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close(db)
+	db := dbtest.Open(t)
 	v1 := append(character.Migrations(), Migrations()[0])
 	if err := store.Migrate(ctx, db, v1); err != nil {
 		t.Fatal(err)

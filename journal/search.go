@@ -357,7 +357,7 @@ func sortCandidates(cs []candidate) {
 }
 
 // Search is the keyword-only search of NPC id's memories, journal entries
-// and messages (BM25 on SQLite, term matching on PostgreSQL), without
+// and messages (BM25 on SQLite, ts_rank on PostgreSQL), without
 // vectors, recency, importance or neighbours. It needs no embedder and no
 // index in memory; a Retriever is what ticks and tools should use.
 func (s *Store) Search(ctx context.Context, id, query string, k int) ([]Result, error) {

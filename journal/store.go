@@ -46,9 +46,9 @@ func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, raw: s.raw} }
 
 func (s *Store) q(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 
-// Migrations is this package's schema, in order. Version 3 indexes the
-// messages table of package character, whose migrations must be listed
-// before these.
+// Migrations is this package's schema, in order. Versions 3 (SQLite's FTS5
+// tables) and 4 (PostgreSQL's full-text indexes) index the messages table of
+// package character, whose migrations must be listed before these.
 func Migrations() []store.Migration {
 	return []store.Migration{{
 		Component: "journal", Version: 1, Name: "journal entries",
@@ -68,7 +68,10 @@ func Migrations() []store.Migration {
 		},
 	}, {
 		Component: "journal", Version: 3, Name: "full-text indexes of memories, journal and messages",
-		Up: ftsUp,
+		SQLite: ftsUp,
+	}, {
+		Component: "journal", Version: 4, Name: "PostgreSQL full-text indexes of memories, journal and messages",
+		Postgres: tsUp,
 	}}
 }
 

@@ -12,11 +12,35 @@ import (
 // Migration is one step of a component's schema. Steps of a component run in
 // Version order, each in its own transaction, and each is recorded in
 // schema_migrations so it runs once per database.
+//
+// Up runs on every dialect; SQLite and Postgres, when set, run after it on
+// that dialect only (what one dialect needs and the other has no use for,
+// such as full-text indexes). A step is versioned alike on both, so a
+// database of either dialect records the same versions.
 type Migration struct {
 	Component string // owning package, e.g. "character"
 	Version   int    // 1, 2, ... within the component
 	Name      string // short description
 	Up        func(tx *gorm.DB) error
+	SQLite    func(tx *gorm.DB) error
+	Postgres  func(tx *gorm.DB) error
+}
+
+// up runs the step's statements for tx's dialect.
+func (m Migration) up(tx *gorm.DB) error {
+	if m.Up != nil {
+		if err := m.Up(tx); err != nil {
+			return err
+		}
+	}
+	dialect := m.Postgres
+	if IsSQLite(tx) {
+		dialect = m.SQLite
+	}
+	if dialect != nil {
+		return dialect(tx)
+	}
+	return nil
 }
 
 // schemaMigration records an applied step.
@@ -80,7 +104,7 @@ func Migrate(ctx context.Context, db *gorm.DB, migs []Migration) error {
 			continue
 		}
 		err := db.Transaction(func(tx *gorm.DB) error {
-			if err := m.Up(tx); err != nil {
+			if err := m.up(tx); err != nil {
 				return err
 			}
 			return tx.Create(&schemaMigration{Component: m.Component, Version: m.Version, Name: m.Name, AppliedAt: time.Now().UTC()}).Error

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm"
 
+	"github.com/npcd/npcd/internal/dbtest"
 	"github.com/npcd/npcd/store"
 )
 
@@ -35,11 +36,7 @@ func exec(sql string) func(tx *gorm.DB) error {
 
 func tableExists(t *testing.T, db *gorm.DB, name string) bool {
 	t.Helper()
-	var n int64
-	if err := db.Raw("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", name).Scan(&n).Error; err != nil {
-		t.Fatal(err)
-	}
-	return n > 0
+	return db.Migrator().HasTable(name)
 }
 
 func versions(t *testing.T, db *gorm.DB) map[string]int {
@@ -53,7 +50,7 @@ func versions(t *testing.T, db *gorm.DB) map[string]int {
 
 func TestMigrateAppliesEachStepOnce(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openFile(t)
+	db := dbtest.Open(t)
 	r := &recorder{}
 	migs := []store.Migration{
 		r.step("a", 1, exec("CREATE TABLE a_things (id INTEGER PRIMARY KEY)")),
@@ -88,7 +85,7 @@ func TestMigrateAppliesEachStepOnce(t *testing.T) {
 }
 
 func TestMigrateOrder(t *testing.T) {
-	db, _ := openFile(t)
+	db := dbtest.Open(t)
 	r := &recorder{}
 	// Components run in the order they are first listed; their steps by
 	// version, whatever order the caller listed them in.
@@ -111,7 +108,7 @@ func TestMigrateOrder(t *testing.T) {
 
 func TestMigrateRollsBackAFailingStep(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openFile(t)
+	db := dbtest.Open(t)
 	boom := errors.New("boom")
 	r := &recorder{}
 	migs := []store.Migration{
@@ -161,7 +158,7 @@ func TestMigrateRollsBackAFailingStep(t *testing.T) {
 
 func TestMigrateRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openFile(t)
+	db := dbtest.Open(t)
 	r := &recorder{}
 	newer := []store.Migration{r.step("a", 1, nil), r.step("a", 2, nil), r.step("a", 3, nil)}
 	if err := store.Migrate(ctx, db, newer); err != nil {
@@ -192,7 +189,7 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 }
 
 func TestVersionsOfAnEmptyDatabase(t *testing.T) {
-	db, _ := openFile(t)
+	db := dbtest.Open(t)
 	if err := store.Migrate(context.Background(), db, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -201,5 +198,30 @@ func TestVersionsOfAnEmptyDatabase(t *testing.T) {
 	}
 	if !tableExists(t, db, "schema_migrations") {
 		t.Errorf("Migrate did not create schema_migrations")
+	}
+}
+
+// A step's dialect part runs on its dialect only, after the common part,
+// and the version is recorded alike on both.
+func TestMigrateRunsTheDialectsOwnPart(t *testing.T) {
+	db := dbtest.Open(t)
+	var ran []string
+	note := func(s string) func(*gorm.DB) error {
+		return func(*gorm.DB) error { ran = append(ran, s); return nil }
+	}
+	migs := []store.Migration{{Component: "d", Version: 1, Name: "d", Up: note("up"), SQLite: note("sqlite"), Postgres: note("postgres")},
+		{Component: "d", Version: 2, Name: "only a dialect part", Postgres: note("postgres 2")}}
+	if err := store.Migrate(context.Background(), db, migs); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"up", "sqlite"}
+	if dbtest.Dialect() == store.DriverPostgres {
+		want = []string{"up", "postgres", "postgres 2"}
+	}
+	if diff := cmp.Diff(want, ran); diff != "" {
+		t.Errorf("parts run (-want +got):\n%s", diff)
+	}
+	if got := versions(t, db); got["d"] != 2 {
+		t.Errorf("Versions = %v, want d at 2", got)
 	}
 }

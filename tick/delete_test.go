@@ -163,6 +163,11 @@ func TestConcurrentWritersDuringDeletesLeaveNoOrphans(t *testing.T) {
 	var posted atomic.Int64
 	for w := 0; w < 2; w++ {
 		worker(func(i int) {
+			// Posting can outrun the ticks (on PostgreSQL it does): the
+			// inbox is kept below its limit, so the test's own events fit.
+			if n, err := env.chars.PendingCount(ctx, "brom"); err == nil && n > 500 {
+				return
+			}
 			acc, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{ID: fmt.Sprintf("w%d-%d", w, i), Kind: "say", Actor: "alice",
 				Text: fmt.Sprintf("My cousin %d owes me %d gold, Brom!", i, i)}})
 			if err == nil {

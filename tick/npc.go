@@ -110,7 +110,10 @@ func (e *Engine) putNPC(ctx context.Context, c *character.Character, createOnly 
 // id starts empty.
 func (e *Engine) DeleteNPC(ctx context.Context, id string) error {
 	err := e.withNPC(ctx, id, func(ctx context.Context) error {
-		return e.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// On PostgreSQL a writer outside the NPC's lock (a consolidation)
+		// can deadlock with the delete; the victim is rolled back whole and
+		// the delete runs again.
+		return store.Transaction(ctx, e.deps.DB, func(tx *gorm.DB) error {
 			if err := e.deps.Characters.WithTx(tx).Delete(ctx, id); err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/npcd/npcd/bench"
+	"github.com/npcd/npcd/store"
 	"github.com/npcd/npcd/tick"
 )
 
@@ -39,6 +41,7 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 	f.DurationVar(&tb.Latency, "latency", 0, "latency of each model call (a fake model in front of the builtin one), e.g. 200ms")
 	f.IntVar(&tb.Workers, "workers", tick.MaxBatchWorkers, "ticks run at once")
 	f.BoolVar(&tb.JSON, "json", false, "print one JSON object per measurement")
+	f.StringVar(&tb.DB, "db", "", "measure on this PostgreSQL database (postgres://…), in a schema of its own dropped after; default a new SQLite file")
 	f.BoolVar(&tb.HTTP, "http", false, "tick through the real daemon on a loopback port: one client request per NPC tick, then batches of 100 (latencies include the model)")
 
 	var to bench.TokenOptions
@@ -115,6 +118,9 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 func benchHarness() bench.Harness {
 	return bench.Harness{
 		Open: func(ctx context.Context, opt bench.Options) (*bench.World, func(), error) {
+			if opt.DB != "" {
+				return benchPostgres(ctx, opt)
+			}
 			dir, err := os.MkdirTemp("", "npcd-bench-")
 			if err != nil {
 				return nil, nil, err
@@ -151,4 +157,39 @@ func benchHarness() bench.Harness {
 			}
 		},
 	}
+}
+
+// benchPostgres wires npcd on the PostgreSQL database at opt.DB, in a new
+// schema of it dropped when done, so runs never see each other's NPCs.
+func benchPostgres(ctx context.Context, opt bench.Options) (*bench.World, func(), error) {
+	admin, err := store.Open(ctx, opt.DB, store.Options{Driver: store.DriverPostgres, MaxOpenConns: 1})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--db: %w", err)
+	}
+	schema := fmt.Sprintf("npcd_bench_%d_%d", os.Getpid(), time.Now().UnixNano())
+	drop := func() {
+		admin.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE")
+		store.Close(admin)
+	}
+	if err := admin.WithContext(ctx).Exec("CREATE SCHEMA " + schema).Error; err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("--db: %w", err)
+	}
+	u, err := url.Parse(opt.DB)
+	if err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("--db: %w", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	cfg := defaultConfig()
+	cfg.DB, cfg.DBDriver = u.String(), store.DriverPostgres
+	a, err := openApp(ctx, cfg, zerolog.Nop(), appOptions{remote: opt.Remote, tickConfig: opt.TickConfig})
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	w := &bench.World{Engine: a.engine, Chars: a.chars, Journal: a.journal, Retriever: a.retriever}
+	return w, func() { a.close(context.Background()); drop() }, nil
 }

@@ -202,6 +202,11 @@ func (c *Config) Validate() error {
 		return errors.New("addr: must not be empty")
 	case c.DB == "":
 		return errors.New("db: must not be empty")
+	}
+	if c.DBDriver == store.DriverSQLite && isPostgresDSN(c.DB) {
+		c.DBDriver = store.DriverPostgres // a postgres:// URL says which driver
+	}
+	switch {
 	case c.DBDriver != store.DriverSQLite && c.DBDriver != store.DriverPostgres:
 		return fmt.Errorf("db-driver: %q is not sqlite or postgres", c.DBDriver)
 	case c.Model != character.DefaultModel && c.LLMBaseURL == "":
@@ -266,4 +271,9 @@ func (c *Config) logger(w io.Writer) zerolog.Logger {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}
+
+// isPostgresDSN reports whether dsn is a PostgreSQL URL.
+func isPostgresDSN(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
