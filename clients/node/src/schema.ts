@@ -125,7 +125,15 @@ export interface paths {
         delete: operations["deleteNPC"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change single settings of an NPC
+         * @description The body is a JSON merge patch (RFC 7386) of NPCSettings: only the fields
+         *     given change, nested objects (compaction, masking, sleep, auto_tick) merge
+         *     member by member, a list (tools) is replaced whole, and null puts a setting
+         *     back to its default. The result is validated as a PUT body is (same 400s and
+         *     422s, fit check included) and nothing changes when it is refused.
+         */
+        patch: operations["patchNPC"];
         trace?: never;
     };
     "/v1/npcs/{npc}/events": {
@@ -205,7 +213,16 @@ export interface paths {
          *     listed in errors with the code and message a single tick would answer. A
          *     malformed id is such a failure too (code bad_request); an id listed twice
          *     refuses the whole batch (400). keys gives NPCs an idempotency key each,
-         *     as the Idempotency-Key header of a single tick does.
+         *     as the Idempotency-Key header of a single tick does. scope limits an
+         *     empty list to the pending NPCs of one scope.
+         *
+         *     With `Accept: application/x-ndjson` the answer is a stream, one JSON
+         *     object per line (BatchLine) written as each NPC finishes, fastest first:
+         *     `{"result": TickResult}` or `{"error": BatchError}`, so one slow NPC does
+         *     not hold the others' speech. The status is 200 once streaming starts; a
+         *     refusal of the whole batch (bad JSON, an id listed twice) keeps its 4xx
+         *     JSON error. A client that reads a truncated stream finds the missing
+         *     ticks in the action feed.
          */
         post: operations["tickMany"];
         delete?: never;
@@ -259,6 +276,32 @@ export interface paths {
          *     not stored is delivered again; npc and tick tell the duplicate).
          */
         get: operations["actions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/actions/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The action feed as server-sent events
+         * @description The feed of GET /v1/actions as a `text/event-stream`: each committed non-idle
+         *     tick is one event, `id: <cursor>`, `event: tick`, `data: <FeedTick JSON on one
+         *     line>`, in commit order, pushed as it commits. The `Last-Event-ID` request
+         *     header, when present, overrides `after`, so an EventSource that reconnects
+         *     resumes where it was. A comment line `: keepalive` comes every 15 s when
+         *     nothing happens. The stream ends cleanly when the daemon shuts down; the
+         *     client reconnects with its last cursor and loses nothing.
+         */
+        get: operations["actionStream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -676,6 +719,12 @@ export interface components {
             masking?: components["schemas"]["MaskingSettings"];
             sleep?: components["schemas"]["SleepSettings"];
             /**
+             * @description the game, shard or zone the NPC belongs to; empty for none. A batch tick
+             *     with no npcs and the action feed can be limited to one scope.
+             */
+            scope?: string;
+            auto_tick?: components["schemas"]["AutoTickSettings"];
+            /**
              * @description Each a Tool or a tool's bare name, as in scenario files: "say" and "emote"
              *     are the default tools, any other name a tool without arguments; a say or
              *     emote declared without parameters or returns is the default one (with the
@@ -707,6 +756,25 @@ export interface components {
             /** @default 8192 */
             offload_bytes?: number;
         } | null;
+        /**
+         * @description With enabled, npcd ticks the NPC itself after events (or tool results) arrive:
+         *     once its inbox has been quiet for debounce_ms, and at the latest max_wait_ms
+         *     after the first pending input under a steady stream. The actions go to the
+         *     action feed (GET /v1/actions, /v1/actions/stream). Manual ticks keep working;
+         *     one NPC never ticks twice at once. After a restart, NPCs with auto-tick and
+         *     pending input are ticked.
+         */
+        AutoTickSettings: {
+            /** @default false */
+            enabled?: boolean;
+            /** @default 50 */
+            debounce_ms?: number;
+            /**
+             * @description at least debounce_ms; default 500, or debounce_ms when larger
+             * @default 500
+             */
+            max_wait_ms?: number;
+        } | null;
         SleepSettings: {
             /** @description empty: the world default */
             cron?: string;
@@ -737,6 +805,9 @@ export interface components {
             compaction: components["schemas"]["CompactionSettings"];
             masking: components["schemas"]["MaskingSettings"];
             sleep: components["schemas"]["SleepSettings"];
+            /** @description absent when the NPC has none */
+            scope?: string;
+            auto_tick?: components["schemas"]["AutoTickSettings"];
             tools: components["schemas"]["Tool"][];
             context: components["schemas"]["Context"];
             warnings: string[];
@@ -772,8 +843,22 @@ export interface components {
              *     spaces and ' ’ - _ . , # & (400 otherwise, naming the field), since they are
              *     shown unquoted to the NPC. An actor naming the NPC itself (its name or id) is
              *     refused (422 invalid_value, field events[i].actor) unless self is true.
+             *     With only actor, it is both the actor's identity and the name the NPC sees.
              */
             actor?: string;
+            /**
+             * @description the game's stable id of the actor (account, character or object id): what the
+             *     NPC's profile of the actor keys on, so a renamed player keeps one profile and
+             *     two players of one name keep two. Games with free-text names send their own
+             *     id here and the name in actor_name. Profiles keyed on an id show as entity
+             *     "@" + actor_id (GET /v1/npcs/{npc}/profiles), with name the latest display name.
+             */
+            actor_id?: string;
+            /**
+             * @description the name the NPC sees (same rules as actor). Default: actor, else actor_id.
+             *     When actor is given too, both must be the same (400 naming events[i].actor_name).
+             */
+            actor_name?: string;
             target?: string;
             text?: string;
             room?: string;
@@ -845,6 +930,16 @@ export interface components {
             keys?: {
                 [key: string]: string;
             };
+            /**
+             * @description with an empty npcs list, tick only the pending NPCs of this scope (sent
+             *     with a non-empty npcs list: 400 naming scope)
+             */
+            scope?: string;
+        };
+        /** @description one line of a batch tick answered as application/x-ndjson; exactly one member is set */
+        BatchLine: {
+            result?: components["schemas"]["TickResult"];
+            error?: components["schemas"]["BatchError"];
         };
         BatchTickResponse: {
             results: components["schemas"]["TickResult"][];
@@ -1606,6 +1701,42 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    patchNPC: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the NPC id */
+                npc: components["parameters"]["npc"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/merge-patch+json": Record<string, never>;
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description changed; the NPC as stored (the body of PUT's 200) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NPC"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["InvalidSchema"];
+            429: components["responses"]["TooBusy"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     postEvents: {
         parameters: {
             query?: never;
@@ -1682,7 +1813,10 @@ export interface operations {
     tickMany: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `application/x-ndjson`: stream the results as each NPC finishes */
+                Accept?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1692,13 +1826,14 @@ export interface operations {
             };
         };
         responses: {
-            /** @description results and failures, each in request order */
+            /** @description results and failures, each in request order (or the NDJSON stream) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["BatchTickResponse"];
+                    "application/x-ndjson": components["schemas"]["BatchLine"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -1748,6 +1883,8 @@ export interface operations {
                 wait?: string;
                 /** @description only these NPCs, ids separated by commas */
                 npc?: string;
+                /** @description only NPCs of this scope (combinable with npc) */
+                scope?: string;
             };
             header?: never;
             path?: never;
@@ -1762,6 +1899,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Feed"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+        };
+    };
+    actionStream: {
+        parameters: {
+            query?: {
+                /** @description the cursor of the last tick the reader has; default 0 (from the start) */
+                after?: number;
+                /** @description only these NPCs, ids separated by commas */
+                npc?: string;
+                /** @description only NPCs of this scope (combinable with npc) */
+                scope?: string;
+            };
+            header?: {
+                /** @description the cursor of the last event received; overrides after */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             400: components["responses"]["BadRequest"];
