@@ -310,6 +310,34 @@ func (s *Store) MemoriesByHash(ctx context.Context, npc, content string) ([]Memo
 	return ms, nil
 }
 
+// MemoriesByHashes is MemoriesByHash for many contents at once: the
+// current memories of NPC npc whose content hash is one of the contents',
+// by hash, oldest first. One query per 500 contents.
+func (s *Store) MemoriesByHashes(ctx context.Context, npc string, contents []string) (map[string][]Memory, error) {
+	hashes := make([]string, 0, len(contents))
+	seen := map[string]bool{}
+	for _, c := range contents {
+		if h := ContentHash(c); !seen[h] {
+			seen[h] = true
+			hashes = append(hashes, h)
+		}
+	}
+	out := map[string][]Memory{}
+	for len(hashes) > 0 {
+		n := min(len(hashes), 500)
+		var ms []Memory
+		err := s.q(ctx).Where("character_id = ? AND content_hash IN ? AND superseded_at IS NULL", npc, hashes[:n]).Order("id").Find(&ms).Error
+		if err != nil {
+			return nil, fmt.Errorf("memories of %q by hash: %w", npc, err)
+		}
+		for _, m := range ms {
+			out[m.ContentHash] = append(out[m.ContentHash], m)
+		}
+		hashes = hashes[n:]
+	}
+	return out, nil
+}
+
 // accessFlushCount and accessFlushEvery say when recorded accesses are
 // written: whichever comes first.
 const (
