@@ -79,8 +79,7 @@ type MaskingSettings struct {
 	// Enabled turns masking of old tool results on; default true.
 	Enabled *bool `json:"enabled,omitempty"`
 	// KeepRecentTurns is how many recent turns keep their tool results
-	// unmasked; default 10. Over the sleep threshold a tick masks every
-	// result of an earlier turn.
+	// unmasked; default 10.
 	KeepRecentTurns int `json:"keep_recent_turns"`
 	// ExemptTools are tools whose results are never masked.
 	ExemptTools store.JSON[[]string] `json:"exempt_tools"`

@@ -162,13 +162,3 @@ func maskable(live []character.Message, beforeTurn int64, exempt func(string) bo
 	}
 	return false
 }
-
-// overSleep reports whether NPC c's context with the messages added (their
-// tokens counted) is over its sleep threshold.
-func overSleep(c *character.Character, added []*character.Message) bool {
-	n := c.ContextTokens()
-	for _, m := range added {
-		n += m.PromptTokens()
-	}
-	return float64(n) >= c.Compaction.SleepThreshold*float64(c.ContextWindow)
-}

@@ -505,15 +505,8 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 			}
 		}
 		// The held history tells whether masking has anything to do; most
-		// ticks it has not, and the query is skipped. Over the sleep
-		// threshold every result before this turn, all read, is masked
-		// whatever its age: it costs no model call, and the context keeps
-		// its room until a compaction is due.
-		before := ts.turn - int64(c.Masking.KeepRecentTurns) + 1
-		if overSleep(c, ts.current) {
-			before = ts.turn
-		}
-		if c.Masking.On() && (!current || maskable(ts.live, before, c.Masking.Exempt)) {
+		// ticks it has not, and the query is skipped.
+		if before := ts.turn - int64(c.Masking.KeepRecentTurns) + 1; c.Masking.On() && (!current || maskable(ts.live, before, c.Masking.Exempt)) {
 			if masked, _, err = cs.MaskToolResults(ctx, c.ID, before, c.Masking.ExemptTools.V); err != nil {
 				return err
 			}
