@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/npcd/npcd/internal/text"
+	"slices"
 	"strings"
 	"time"
 
@@ -332,7 +333,7 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 			var src character.Sources
 			src.JournalIDs = append(src.JournalIDs, f.Sources...)
 			gameTime := times[i]
-			src, err := js.Provenance(ctx, ch.ID, src)
+			src, err := provenance(ctx, js, ch.ID, src, byID)
 			if err != nil {
 				return err
 			}
@@ -387,6 +388,36 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 		}
 		return js.MarkConsolidated(ctx, ch.ID, ids, now)
 	})
+}
+
+// provenance is js.Provenance(ctx, npc, src), computed from the batch's
+// entries (byID) without a query when src cites only entries of the batch
+// that cite no entry themselves, as most facts do. Entries merge in id
+// order, as the query reads them.
+func provenance(ctx context.Context, js *journal.Store, npc string, src character.Sources, byID map[int64]journal.Entry) (character.Sources, error) {
+	ids := slices.Clone(src.JournalIDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for _, id := range ids {
+		if e, ok := byID[id]; !ok || e.CharacterID != npc || len(e.Sources.V.JournalIDs) > 0 {
+			return js.Provenance(ctx, npc, src)
+		}
+	}
+	out := dedupe(src)
+	for _, id := range ids {
+		e := byID[id].Sources.V
+		out = dedupe(character.Sources{JournalIDs: out.JournalIDs, MessageIDs: append(out.MessageIDs, e.MessageIDs...), EventRefs: append(out.EventRefs, e.EventRefs...)})
+	}
+	if out.JournalIDs == nil {
+		out.JournalIDs = []int64{}
+	}
+	if out.MessageIDs == nil {
+		out.MessageIDs = []int64{}
+	}
+	if out.EventRefs == nil {
+		out.EventRefs = []string{}
+	}
+	return out, nil
 }
 
 // notEntities are words models and extractors put as an entity that name
