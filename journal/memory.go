@@ -151,7 +151,7 @@ func (s *Store) AddMemory(ctx context.Context, npc string, m *Memory) (supersede
 		return nil, err
 	}
 	s.groundMemory(m)
-	err = s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.atomically(ctx, func(tx *gorm.DB) error {
 		rev, err := bumpRev(tx, npc)
 		if err != nil {
 			return err
@@ -187,7 +187,7 @@ func (s *Store) Supersede(ctx context.Context, npc string, oldID int64, m *Memor
 		return err
 	}
 	s.groundMemory(m)
-	err := s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.atomically(ctx, func(tx *gorm.DB) error {
 		var old Memory
 		err := tx.Select("id, superseded_at, entity, "+quoteKey(tx)).Where("character_id = ? AND id = ?", npc, oldID).Take(&old).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -487,7 +487,7 @@ func (s *Store) cacheVectors(ctx context.Context, model string, hashes []string,
 // found in. The content and revision do not change (sources are read with
 // results, never ranked on). A memory that does not exist is ErrNotFound.
 func (s *Store) CiteMore(ctx context.Context, npc string, id int64, src character.Sources) error {
-	return s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.atomically(ctx, func(tx *gorm.DB) error {
 		var m Memory
 		err := tx.Select("id, sources").Where("character_id = ? AND id = ?", npc, id).Take(&m).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
