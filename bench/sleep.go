@@ -53,7 +53,7 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, npcs, entries, wo
 	work := make(chan string)
 	errc := make(chan error, workers)
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
@@ -79,7 +79,7 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, npcs, entries, wo
 	}
 	close(work)
 	wg.Wait()
-	took := time.Since(start)
+	took, cpu := time.Since(start), cpuTime()-cpu0
 	select {
 	case err := <-errc:
 		return err
@@ -87,6 +87,11 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, npcs, entries, wo
 	}
 	fmt.Fprintf(out, "  sweep of %d NPCs: %s (%.1f ms per NPC, %.0f NPCs/s); %d entries consolidated, %d memories, %d compactions\n",
 		npcs, took.Round(time.Millisecond), float64(took.Milliseconds())/float64(npcs), float64(npcs)/took.Seconds(), consolidated, added, compactions)
+	// CPU time does not depend on what else the machine runs, as wall time does.
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	fmt.Fprintf(out, "  CPU time of the sweep %s (%.1f ms per NPC); peak RSS %.0f MiB\n",
+		cpu.Round(time.Millisecond), float64(cpu.Microseconds())/1000/float64(npcs), float64(ru.Maxrss)/1024)
 	// A second sweep finds nothing new.
 	start = time.Now()
 	for _, id := range ids {

@@ -151,7 +151,7 @@ func (s *Store) AddMemory(ctx context.Context, npc string, m *Memory) (supersede
 		return nil, err
 	}
 	s.groundMemory(m)
-	err = s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.atomically(ctx, func(tx *gorm.DB) error {
 		rev, err := bumpRev(tx, npc)
 		if err != nil {
 			return err
@@ -187,7 +187,7 @@ func (s *Store) Supersede(ctx context.Context, npc string, oldID int64, m *Memor
 		return err
 	}
 	s.groundMemory(m)
-	err := s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.atomically(ctx, func(tx *gorm.DB) error {
 		var old Memory
 		err := tx.Select("id, superseded_at, entity, "+quoteKey(tx)).Where("character_id = ? AND id = ?", npc, oldID).Take(&old).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -308,6 +308,34 @@ func (s *Store) MemoriesByHash(ctx context.Context, npc, content string) ([]Memo
 		return nil, fmt.Errorf("memories of %q by hash: %w", npc, err)
 	}
 	return ms, nil
+}
+
+// MemoriesByHashes is MemoriesByHash for many contents at once: the
+// current memories of NPC npc whose content hash is one of the contents',
+// by hash, oldest first. One query per 500 contents.
+func (s *Store) MemoriesByHashes(ctx context.Context, npc string, contents []string) (map[string][]Memory, error) {
+	hashes := make([]string, 0, len(contents))
+	seen := map[string]bool{}
+	for _, c := range contents {
+		if h := ContentHash(c); !seen[h] {
+			seen[h] = true
+			hashes = append(hashes, h)
+		}
+	}
+	out := map[string][]Memory{}
+	for len(hashes) > 0 {
+		n := min(len(hashes), 500)
+		var ms []Memory
+		err := s.q(ctx).Where("character_id = ? AND content_hash IN ? AND superseded_at IS NULL", npc, hashes[:n]).Order("id").Find(&ms).Error
+		if err != nil {
+			return nil, fmt.Errorf("memories of %q by hash: %w", npc, err)
+		}
+		for _, m := range ms {
+			out[m.ContentHash] = append(out[m.ContentHash], m)
+		}
+		hashes = hashes[n:]
+	}
+	return out, nil
 }
 
 // accessFlushCount and accessFlushEvery say when recorded accesses are
@@ -459,7 +487,7 @@ func (s *Store) cacheVectors(ctx context.Context, model string, hashes []string,
 // found in. The content and revision do not change (sources are read with
 // results, never ranked on). A memory that does not exist is ErrNotFound.
 func (s *Store) CiteMore(ctx context.Context, npc string, id int64, src character.Sources) error {
-	return s.q(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.atomically(ctx, func(tx *gorm.DB) error {
 		var m Memory
 		err := tx.Select("id, sources").Where("character_id = ? AND id = ?", npc, id).Take(&m).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {

@@ -160,6 +160,13 @@ func TestDuplicateHelpers(t *testing.T) {
 	if dups, _ := e.jour.MemoriesByHash(ctx, "mira", sword.Content); len(dups) != 0 {
 		t.Fatalf("by hash, other NPC: %v", dups)
 	}
+	byHash, err := e.jour.MemoriesByHashes(ctx, "brom", []string{"alice LOST her silver sword at the forge", bread.Content, "nothing like it"})
+	if err != nil || len(byHash) != 2 || byHash[ContentHash(sword.Content)][0].ID != sword.ID || byHash[ContentHash(bread.Content)][0].ID != bread.ID {
+		t.Fatalf("by hashes: %v, %v", byHash, err)
+	}
+	if byHash, _ := e.jour.MemoriesByHashes(ctx, "mira", []string{sword.Content}); len(byHash) != 0 {
+		t.Fatalf("by hashes, other NPC: %v", byHash)
+	}
 	r := e.retriever(t)
 	tests := []struct {
 		content string

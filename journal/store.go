@@ -16,8 +16,9 @@ import (
 // Store reads and writes journal entries and memories. It is safe for
 // concurrent use.
 type Store struct {
-	db  *gorm.DB
-	raw bool // keep relative dates as written
+	db   *gorm.DB
+	raw  bool // keep relative dates as written
+	inTx bool // db is a transaction (WithTx)
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
@@ -42,7 +43,17 @@ func (s *Store) Ground(text string, at time.Time) string {
 }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
-func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, raw: s.raw} }
+func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, raw: s.raw, inTx: true} }
+
+// atomically runs fn in a transaction: the Store's own inside WithTx (an
+// error there fails the caller's transaction, so no savepoint is needed),
+// else a new one.
+func (s *Store) atomically(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.inTx {
+		return fn(s.q(ctx))
+	}
+	return s.q(ctx).Transaction(fn)
+}
 
 func (s *Store) q(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 

@@ -56,17 +56,52 @@ var (
 	properRe = regexp.MustCompile(`\s[A-Z][a-z]+`)
 )
 
+// keys are words one of which a line must hold, lower-cased, for a
+// case-insensitive pattern to match it: a cheap test that spares most lines
+// the pattern. It decides only for ASCII lines, where lower-casing is exactly
+// the pattern's case folding.
+type keys []string
+
+func (k keys) may(low string, ascii bool) bool {
+	if !ascii {
+		return true
+	}
+	for _, w := range k {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	promiseKeys  = keys{"promise", "owe", "debt", "pay", "swear", "swore", "vow", "deal", "reward", "lend", "borrow", "exchange", "will", "i'll"}
+	decisionKeys = keys{"decide", "agree", "chose", "choose", "will", "won't", "refuse", "going", "plan"}
+	progressKeys = keys{"gave", "gives", "found", "done", "finished", "completed", "arrived", "delivered", "returned", "repaired", "bought", "sold", "paid", "killed", "built", "made"}
+	openKeys     = keys{"?", "lost", "missing", "find", "looking", "search", "unknown", "wait", "where", "who", "need", "help"}
+)
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // classifyLine sorts one transcript line into a section kind, or -1 for small
 // talk not worth keeping.
 func classifyLine(line string) int {
+	low, ascii := strings.ToLower(line), isASCII(line)
 	switch {
-	case promiseRe.MatchString(line):
+	case promiseKeys.may(low, ascii) && promiseRe.MatchString(line):
 		return secPromises
-	case decisionRe.MatchString(line):
+	case decisionKeys.may(low, ascii) && decisionRe.MatchString(line):
 		return secDecisions
-	case progressRe.MatchString(line):
+	case progressKeys.may(low, ascii) && progressRe.MatchString(line):
 		return secProgress
-	case openRe.MatchString(line):
+	case openKeys.may(low, ascii) && openRe.MatchString(line):
 		return secOpen
 	case numberRe.MatchString(line) || properRe.MatchString(line) || len(line) > 80:
 		return secPeople

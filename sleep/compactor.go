@@ -278,6 +278,8 @@ func missedTarget(after *character.Character, p *Plan) string {
 		// usual budget under the target.
 		why = fmt.Sprintf("persona, instructions and tools (%d tokens) with a summary (%d) alone exceed it; shorten the persona or the tools, or raise compaction.target",
 			fixed, max(after.State.SummaryTokens, SummaryBudgetFor(after)))
+	case p.Unread > 0 && got-p.Unread <= target:
+		why = fmt.Sprintf("the newest tool results, which the model has not read yet, take %d tokens more than their placeholders; they are kept whole until it has", p.Unread)
 	case keptOneTurn(p):
 		why = fmt.Sprintf("the newest turn alone takes %d tokens and a turn is never split", after.State.LiveTokens)
 	default:

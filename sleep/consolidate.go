@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/npcd/npcd/internal/text"
+	"slices"
 	"strings"
 	"time"
 
@@ -228,7 +229,7 @@ func (c *Consolidator) Consolidate(ctx context.Context, ch *character.Character)
 		if len(entries) == 0 {
 			break
 		}
-		known, err := c.known(ctx, ch.ID, entries)
+		known, anyKnown, err := c.known(ctx, ch.ID, entries)
 		if err != nil {
 			return res, err
 		}
@@ -236,7 +237,7 @@ func (c *Consolidator) Consolidate(ctx context.Context, ch *character.Character)
 		if res.Extractor == "" || extractor == SummarizerFallback {
 			res.Extractor = extractor
 		}
-		if err := c.merge(ctx, ch, entries, facts, &res); err != nil {
+		if err := c.merge(ctx, ch, entries, facts, anyKnown, &res); err != nil {
 			return res, err
 		}
 		res.Entries += len(entries)
@@ -257,11 +258,12 @@ func (c *Consolidator) Consolidate(ctx context.Context, ch *character.Character)
 }
 
 // known returns the current memories about the entities the entries
-// mention, for the model to merge with; bounded.
-func (c *Consolidator) known(ctx context.Context, npc string, entries []journal.Entry) ([]journal.Memory, error) {
+// mention, for the model to merge with, bounded; and whether the NPC has
+// any current memory at all.
+func (c *Consolidator) known(ctx context.Context, npc string, entries []journal.Entry) ([]journal.Memory, bool, error) {
 	ms, err := c.deps.Journal.Memories(ctx, npc, journal.MemoryQuery{Limit: 60})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var b strings.Builder
 	for _, e := range entries {
@@ -275,20 +277,33 @@ func (c *Consolidator) known(ctx context.Context, npc string, entries []journal.
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	return out, len(ms) > 0, nil
 }
 
 // merge stores the facts of one batch and marks its entries consolidated,
-// in one transaction.
-func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entries []journal.Entry, facts []llm.ExtractedFact, res *Consolidation) error {
+// in one transaction. anyKnown says whether the NPC had current memories
+// when the batch was read: without any there is no near-duplicate to look
+// for, and the search index need not be loaded for it.
+func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entries []journal.Entry, facts []llm.ExtractedFact, anyKnown bool, res *Consolidation) error {
 	byID := map[int64]journal.Entry{}
 	for _, e := range entries {
 		byID[e.ID] = e
 	}
+	// Each fact's time and grounded text, computed once.
+	times := make([]time.Time, len(facts))
+	grounded := make([]string, len(facts))
+	for i, f := range facts {
+		for _, id := range f.Sources {
+			if e := byID[id]; e.GameTime.After(times[i]) {
+				times[i] = e.GameTime
+			}
+		}
+		grounded[i] = c.deps.Journal.Ground(f.Content, times[i])
+	}
 	// Near-duplicates are looked up before the transaction: the index reads
 	// committed memories.
 	dup := make([]int64, len(facts)) // the memory a fact repeats, if any
-	if c.deps.Similar != nil {
+	if c.deps.Similar != nil && anyKnown {
 		for i, f := range facts {
 			ms, err := c.deps.Similar.NearDuplicates(ctx, ch.ID, f.Content, c.cfg.DuplicateSimilarity, 1)
 			if err != nil {
@@ -309,30 +324,25 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 		if err := cs.Still(ctx, ch); err != nil {
 			return err
 		}
+		// Exact duplicates of known memories, for the whole batch at once.
+		same, err := js.MemoriesByHashes(ctx, ch.ID, grounded)
+		if err != nil {
+			return err
+		}
 		for i, f := range facts {
 			var src character.Sources
-			gameTime := time.Time{}
-			for _, id := range f.Sources {
-				e := byID[id]
-				src.JournalIDs = append(src.JournalIDs, id)
-				if e.GameTime.After(gameTime) {
-					gameTime = e.GameTime
-				}
-			}
-			src, err := js.Provenance(ctx, ch.ID, src)
+			src.JournalIDs = append(src.JournalIDs, f.Sources...)
+			gameTime := times[i]
+			src, err := provenance(ctx, js, ch.ID, src, byID)
 			if err != nil {
 				return err
 			}
-			hash := journal.ContentHash(js.Ground(f.Content, gameTime))
-			same, err := js.MemoriesByHash(ctx, ch.ID, js.Ground(f.Content, gameTime))
-			if err != nil {
-				return err
-			}
+			hash := journal.ContentHash(grounded[i])
 			// A fact known already is kept once, citing where it was
 			// found again too.
 			kept := dup[i]
-			if len(same) > 0 {
-				kept = same[0].ID
+			if ms := same[hash]; len(ms) > 0 {
+				kept = ms[0].ID
 			} else if id, ok := added[hash]; ok {
 				kept = id
 			}
@@ -378,6 +388,36 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 		}
 		return js.MarkConsolidated(ctx, ch.ID, ids, now)
 	})
+}
+
+// provenance is js.Provenance(ctx, npc, src), computed from the batch's
+// entries (byID) without a query when src cites only entries of the batch
+// that cite no entry themselves, as most facts do. Entries merge in id
+// order, as the query reads them.
+func provenance(ctx context.Context, js *journal.Store, npc string, src character.Sources, byID map[int64]journal.Entry) (character.Sources, error) {
+	ids := slices.Clone(src.JournalIDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for _, id := range ids {
+		if e, ok := byID[id]; !ok || e.CharacterID != npc || len(e.Sources.V.JournalIDs) > 0 {
+			return js.Provenance(ctx, npc, src)
+		}
+	}
+	out := dedupe(src)
+	for _, id := range ids {
+		e := byID[id].Sources.V
+		out = dedupe(character.Sources{JournalIDs: out.JournalIDs, MessageIDs: append(out.MessageIDs, e.MessageIDs...), EventRefs: append(out.EventRefs, e.EventRefs...)})
+	}
+	if out.JournalIDs == nil {
+		out.JournalIDs = []int64{}
+	}
+	if out.MessageIDs == nil {
+		out.MessageIDs = []int64{}
+	}
+	if out.EventRefs == nil {
+		out.EventRefs = []string{}
+	}
+	return out, nil
 }
 
 // notEntities are words models and extractors put as an entity that name

@@ -29,6 +29,9 @@ type Plan struct {
 	SpanTokens int
 	// SummaryBudget is the most tokens the new summary may take.
 	SummaryBudget int
+	// Unread is what the tool results the model has not read yet, kept
+	// whole in Keep, cost beyond their placeholders.
+	Unread int
 }
 
 // Empty reports whether the plan compacts nothing.
@@ -56,6 +59,11 @@ type Limits struct {
 	// preserved suffix is larger, the cut moves to later turn boundaries
 	// (always keeping the newest turn).
 	TargetTokens int
+	// LimitTokens is the most the kept history may cost for the context to
+	// stay under the emergency threshold beside the fixed prompt and a
+	// summary; only to get under it are results the model has not read yet
+	// masked.
+	LimitTokens int
 }
 
 // LimitsFor derives an NPC's limits: keep the larger of the last N messages
@@ -64,11 +72,14 @@ type Limits struct {
 // that the context has room to grow for many ticks before the next one.
 func LimitsFor(c *character.Character, summaryBudget int) Limits {
 	w := float64(c.ContextWindow)
-	target := TargetTokens(c) - c.State.SystemTokens - c.State.ToolTokens - summaryBudget
+	fixed := c.State.SystemTokens + c.State.ToolTokens
+	target := TargetTokens(c) - fixed - summaryBudget
+	limit := int(c.Compaction.EmergencyThreshold*w) - 1 - fixed - summaryBudget - summaryFraming
 	return Limits{
 		KeepMessages: c.Compaction.PreserveRecentMessages,
 		KeepTokens:   int(c.Compaction.PreserveRatio * w),
 		TargetTokens: max(target, 0),
+		LimitTokens:  max(limit, target, 0),
 	}
 }
 
@@ -138,25 +149,50 @@ func Cut(ms []character.Message, l Limits) int {
 // the kept history fits target: the way a single huge turn, which no cut can
 // split, is made to fit. Masked results stay stored and recallable. Results
 // of exempt tools go last: exemption spares them from routine masking, but a
-// prompt that cannot be sent at all would be worse.
-func maskToFit(kept []character.Message, target int, exempt func(string) bool) (ids []int64, total int) {
+// prompt that cannot be sent at all would be worse. Results the model has
+// not read yet (those after the last assistant message) are masked only
+// down to limit, the most the kept history may cost for the prompt to be
+// sent at all: masking them sooner would hide what the model is about to
+// answer, and they are masked routinely once read. unread is what those
+// kept whole cost beyond their placeholders.
+func maskToFit(kept []character.Message, target, limit int, exempt func(string) bool) (ids []int64, total, unread int) {
+	read := len(kept)
+	for i := len(kept) - 1; i >= 0; i-- {
+		if kept[i].Role == llm.RoleAssistant {
+			break
+		}
+		read = i
+	}
 	for i := range kept {
 		total += kept[i].PromptTokens()
 	}
-	for _, pass := range []bool{false, true} {
+	passes := []struct {
+		fresh, exempt bool
+		goal          int
+	}{{false, false, target}, {false, true, target}, {true, false, limit}, {true, true, limit}}
+	for _, pass := range passes {
 		for i := range kept {
-			if total <= target {
-				return ids, total
+			if total <= pass.goal {
+				break
 			}
 			m := &kept[i]
-			if m.Role != llm.RoleTool || m.Masked || m.MaskTokens >= m.ViewTokens || exempt(m.ToolName) != pass {
+			if (i >= read) != pass.fresh || m.Role != llm.RoleTool || m.Masked || m.MaskTokens >= m.ViewTokens || exempt(m.ToolName) != pass.exempt {
 				continue
 			}
 			ids = append(ids, m.ID)
 			total -= m.ViewTokens - m.MaskTokens
 		}
 	}
-	return ids, total
+	masked := map[int64]bool{}
+	for _, id := range ids {
+		masked[id] = true
+	}
+	for i := read; i < len(kept); i++ {
+		if m := &kept[i]; m.Role == llm.RoleTool && !m.Masked && !masked[m.ID] && m.MaskTokens < m.ViewTokens {
+			unread += m.ViewTokens - m.MaskTokens
+		}
+	}
+	return ids, total, unread
 }
 
 // NewPlan plans a compaction of live (the NPC's live history, summary
@@ -177,7 +213,7 @@ func NewPlan(c *character.Character, live []character.Message, trigger, instruct
 		p.SpanTokens += p.Span[i].PromptTokens()
 	}
 	var kept int
-	p.Mask, kept = maskToFit(p.Keep, l.TargetTokens, c.Masking.Exempt)
+	p.Mask, kept, p.Unread = maskToFit(p.Keep, l.TargetTokens, l.LimitTokens, c.Masking.Exempt)
 	if cut == 0 {
 		p.Previous = nil // nothing replaces it
 		return p
@@ -186,7 +222,9 @@ func NewPlan(c *character.Character, live []character.Message, trigger, instruct
 	// target left it, the summary gives way: it shrinks to what is left
 	// under the target (down to MinSummaryBudget), so that the compaction
 	// still ends at its target and the next one is as far as it can be.
-	left := TargetTokens(c) - c.State.SystemTokens - c.State.ToolTokens - kept - summaryFraming
+	// Unread results kept whole do not count: they are masked once read,
+	// and a summary cut for them would lose for good what it held.
+	left := TargetTokens(c) - c.State.SystemTokens - c.State.ToolTokens - (kept - p.Unread) - summaryFraming
 	if left < p.SummaryBudget {
 		p.SummaryBudget = max(MinSummaryBudget, left)
 	}

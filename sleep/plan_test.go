@@ -285,3 +285,41 @@ func TestPlanSummaryGivesWayToTheNewestTurn(t *testing.T) {
 		}
 	}
 }
+
+// A tool result the model has not read yet is kept whole when the prompt
+// can still be sent: masking it would hide what the model is about to
+// answer. It does not shrink the summary either, since it is masked once
+// read; only past the emergency threshold is it masked.
+func TestPlanKeepsUnreadResultsWhole(t *testing.T) {
+	plan := func(result int) *Plan {
+		c := &character.Character{ID: "npc", Name: "N", Persona: "p", ContextWindow: 2048, MaxOutputTokens: 204}
+		c.ApplyDefaults()
+		c.State.SystemTokens, c.State.ToolTokens = 222, 496
+		s := &simHistory{c: c, archived: map[int64]bool{}, written: map[int64]bool{}}
+		for turn := int64(1); turn <= 6; turn++ {
+			c.State.Turn = turn
+			s.add(character.Message{Role: llm.RoleUser, Turn: turn, Tokens: 40})
+			s.add(character.Message{Role: llm.RoleAssistant, Turn: turn, Tokens: 50})
+		}
+		c.State.Turn = 7
+		s.add(character.Message{Role: llm.RoleUser, Turn: 7, Tokens: 32})
+		call := character.ToolCall{ID: "c1", Name: "look"}
+		s.add(character.Message{Role: llm.RoleAssistant, Turn: 7, Tokens: 47, ToolCalls: store.NewJSON([]character.ToolCall{call})})
+		s.add(character.Message{Role: llm.RoleTool, Turn: 7, ToolCallID: "c1", ToolName: "look", Tokens: result, MaskTokens: 41})
+		s.totals()
+		return NewPlan(c, s.live, TriggerEmergency, "")
+	}
+	p := plan(517)
+	if p.Empty() || len(p.Mask) != 0 {
+		t.Fatalf("unread result of 517 tokens: plan masks %v (empty %v)", p.Mask, p.Empty())
+	}
+	// The summary budget is what it would be with the result masked.
+	if want := 1024 - 222 - 496 - (32 + 47 + 41) - summaryFraming; p.Unread != 517-41 || p.SummaryBudget != want {
+		t.Errorf("unread %d (want %d), summary budget %d (want %d)", p.Unread, 517-41, p.SummaryBudget, want)
+	}
+	// Past what the emergency threshold allows, it is masked after all.
+	p = plan(900)
+	if len(p.Mask) != 1 || p.Unread != 0 {
+		t.Errorf("unread result of 900 tokens: masked %v, unread %d; want it masked", p.Mask, p.Unread)
+	}
+}

@@ -367,3 +367,86 @@ func TestCompactionReachesItsTarget(t *testing.T) {
 		t.Fatalf("the compaction record does not note the missed target: %+v %v", missed, err)
 	}
 }
+
+// An observation that arrives when the context is nearly full is compacted
+// around, not masked unread: the model reads it whole, the compaction says
+// why it missed its target, the next tick needs no compaction, and once
+// read the observation is masked as the context fills again.
+func TestCompactionKeepsAnUnreadObservationWhole(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 2048, 204
+	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
+	if _, err := env.eng.PutNPC(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	room := strings.Repeat("You see the forge: an anvil scarred by years of work, a quench tub of black water, tongs on the wall. ", 14)
+	say := func(text string) *Result {
+		t.Helper()
+		if _, _, err := env.eng.PostEvents(ctx, c.ID, []EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := env.eng.Tick(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	var resumed *Result
+	var obsID int64
+	for i := 0; i < 30 && resumed == nil; i++ {
+		res := say(fmt.Sprintf("Round %d: can you look around for my sword?", i))
+		for _, call := range res.Awaiting {
+			if err := env.eng.PostToolResults(ctx, c.ID, []ToolResult{{CallID: call, Content: room}}); err != nil {
+				t.Fatal(err)
+			}
+			next, err := env.eng.Tick(ctx, c.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next.Compaction != nil {
+				resumed = next
+				live, err := env.chars.LiveMessages(ctx, c.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range live {
+					if m.Role == llm.RoleTool && m.ToolCallID == call {
+						obsID = m.ID
+						if m.Masked {
+							t.Fatal("the observation the model had not read was masked by the compaction")
+						}
+					}
+				}
+			}
+		}
+	}
+	if resumed == nil || obsID == 0 {
+		t.Fatal("no compaction when an observation arrived: the test proves nothing")
+	}
+	found := false
+	for _, w := range resumed.Warnings {
+		found = found || strings.Contains(w, "not read yet")
+	}
+	if !found {
+		t.Fatalf("warnings %q do not say why the target was missed", resumed.Warnings)
+	}
+	res := say("Thank you, Brom.")
+	if res.Compaction != nil {
+		t.Fatalf("a second compaction right after the first: %+v", res.Compaction)
+	}
+	for i := 0; i < 10; i++ {
+		live, err := env.chars.LiveMessages(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range live {
+			if m.ID == obsID && m.Masked {
+				return
+			}
+		}
+		say(fmt.Sprintf("Round %d: the north road is busy today.", i))
+	}
+	t.Fatal("the observation, read, is still not masked ten ticks later")
+}

@@ -119,7 +119,9 @@ func Warnings(c *character.Character) []string {
 	if n := c.State.Compactions; n >= RewriteWarningAfter {
 		w = append(w, fmt.Sprintf("the context summary has been rewritten %d times; details may have drifted (archived messages and memories keep the originals)", n))
 	}
-	if c.State.CompactionNote != "" {
+	// Why the last compaction missed its target matters while the
+	// context is still over it.
+	if c.State.CompactionNote != "" && c.ContextTokens() > sleep.TargetTokens(c) {
 		w = append(w, c.State.CompactionNote)
 	}
 	return w

@@ -1,0 +1,65 @@
+package llm
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// classifyLineSlow is classifyLine without the keyword test.
+func classifyLineSlow(line string) int {
+	switch {
+	case promiseRe.MatchString(line):
+		return secPromises
+	case decisionRe.MatchString(line):
+		return secDecisions
+	case progressRe.MatchString(line):
+		return secProgress
+	case openRe.MatchString(line):
+		return secOpen
+	case numberRe.MatchString(line) || properRe.MatchString(line) || len(line) > 80:
+		return secPeople
+	}
+	return -1
+}
+
+// The keyword test only skips patterns that cannot match: the sections are
+// those the patterns alone give, on lines made of every pattern's words, in
+// any case, with and without non-ASCII letters.
+func TestClassifyLineKeywordsChangeNothing(t *testing.T) {
+	words := []string{"promised", "OWES", "debt", "repay", "swore", "Vow", "deal", "reward", "lend", "borrow", "in exchange", "will bring",
+		"will fetch", "I'll get", "i'll fix", "decided", "AGREES", "chose", "choose", "will not", "won't", "refused", "going to", "planned to",
+		"plans to", "gave", "gives", "found", "done", "finished", "completed", "arrived", "delivered", "returned", "repaired", "bought", "sold",
+		"paid", "killed", "built", "made", "?", "lost", "missing", "find", "looking for", "search", "unknown", "waiting for", "wait for",
+		"where is", "who is", "needs", "help", "the", "road", "Alice", "12", "swordsmith", "payment", "willow", "helpful", "owen", "ſwore",
+		"Kelvin", "ᴋ", "café", "plan", "going", "whom", "wait", "payday", "dealt"}
+	rng := rand.New(rand.NewPCG(3, 7))
+	for i := 0; i < 20000; i++ {
+		n := 1 + rng.IntN(8)
+		parts := make([]string, n)
+		for j := range parts {
+			parts[j] = words[rng.IntN(len(words))]
+		}
+		sep := []string{" ", "", ", ", "-"}[rng.IntN(4)]
+		line := strings.Join(parts, sep)
+		if got, want := classifyLine(line), classifyLineSlow(line); got != want {
+			t.Fatalf("%q: section %d, the patterns alone give %d", line, got, want)
+		}
+	}
+}
+
+func BenchmarkClassifyLine(b *testing.B) {
+	lines := []string{"I Aye. alice, I remember: [2026-11-23] alice says: \"Turn 4: the north road is busy today [23 November 2026].\"",
+		"alice says: \"My brother owes me 12 gold.\"", "look showed: You see the forge: an anvil scarred by years of work"}
+	for i := 0; i < b.N; i++ {
+		classifyLine(lines[i%len(lines)])
+	}
+}
+
+func BenchmarkClassifyLineSlow(b *testing.B) {
+	lines := []string{"I Aye. alice, I remember: [2026-11-23] alice says: \"Turn 4: the north road is busy today [23 November 2026].\"",
+		"alice says: \"My brother owes me 12 gold.\"", "look showed: You see the forge: an anvil scarred by years of work"}
+	for i := 0; i < b.N; i++ {
+		classifyLineSlow(lines[i%len(lines)])
+	}
+}
