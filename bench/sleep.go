@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/npcd/npcd/character"
