@@ -311,9 +311,15 @@ export class Client {
     if (opts.npcs?.length) p.set("npc", opts.npcs.join(","));
     if (opts.scope) p.set("scope", opts.scope);
     const qs = p.toString() ? `?${p}` : "";
-    const res = await this.send("GET", `/v1/actions/stream${qs}`, { headers, signal: opts.signal, stream: true });
-    for await (const ev of sseEvents(res)) {
-      if (ev.event === "tick" || ev.event === "message") yield JSON.parse(ev.data) as FeedTick;
+    try {
+      const res = await this.send("GET", `/v1/actions/stream${qs}`, { headers, signal: opts.signal, stream: true });
+      for await (const ev of sseEvents(res)) {
+        if (ev.event === "tick" || ev.event === "message") yield JSON.parse(ev.data) as FeedTick;
+      }
+    } catch (err) {
+      // The caller's own abort ends the stream; it is not a failure.
+      if (opts.signal?.aborted) return;
+      throw err;
     }
   }
 
@@ -433,18 +439,33 @@ async function errorOf(res: Response): Promise<NpcdError> {
   return new NpcdError(res.status, code, message, field, retryAfter);
 }
 
-/** The lines of a response body as they arrive. */
+/**
+ * The lines of a response body as they arrive. A reader that stops early
+ * (the loop breaks, or its signal aborted the request) closes the body
+ * without raising: cancelling a body the abort already failed would
+ * otherwise reject with the abort's error.
+ */
 async function* lines(res: Response): AsyncGenerator<string> {
   if (!res.body) return;
+  const reader = res.body.getReader();
   const dec = new TextDecoder();
   let buf = "";
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buf += dec.decode(chunk, { stream: true });
-    let i: number;
-    while ((i = buf.indexOf("\n")) >= 0) {
-      yield buf.slice(0, i).replace(/\r$/, "");
-      buf = buf.slice(i + 1);
+  let done = false;
+  try {
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) break;
+      buf += dec.decode(r.value, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        yield buf.slice(0, i).replace(/\r$/, "");
+        buf = buf.slice(i + 1);
+      }
     }
+    done = true;
+  } finally {
+    if (!done) reader.cancel().catch(() => {});
+    else reader.releaseLock();
   }
   buf += dec.decode();
   if (buf !== "") yield buf;

@@ -250,11 +250,19 @@ describe("npcd client", () => {
     assert.deepEqual(got[0].actions, (await c.getTick(npc, 1)).actions);
     // A restarted game resumes after the last cursor it handled.
     const ac2 = new AbortController();
+    let last = 0;
     for await (const t of c.stream({ after: got[1].cursor, npcs: [npc], signal: ac2.signal })) {
       assert.deepEqual([t.npc, t.tick], [npc, 3]);
+      last = t.cursor;
       ac2.abort();
       break;
     }
+    assert.ok(last > 0, "the resumed stream yielded tick 3");
+    // Aborting a stream that waits for the next tick ends it, not an error.
+    const ac3 = new AbortController();
+    const next = c.stream({ after: last, npcs: [npc], signal: ac3.signal }).next();
+    setTimeout(() => ac3.abort(), 50);
+    assert.deepEqual(await next, { done: true, value: undefined });
   });
 
   test("a batch tick streams NDJSON when asked", { skip: unless(has.ndjson, "application/x-ndjson") }, async () => {
