@@ -228,6 +228,27 @@ func (s *Store) UpdateState(ctx context.Context, id string, cols map[string]any)
 	return nil
 }
 
+// UpdateStateReturning is UpdateState that also returns the NPC as the
+// write leaves it, read by the same statement (UPDATE … RETURNING), so a
+// caller never reads the row again after writing it.
+func (s *Store) UpdateStateReturning(ctx context.Context, id string, cols map[string]any) (*Character, error) {
+	return updateReturning(s.q(ctx), id, cols)
+}
+
+// updateReturning writes cols of NPC id and returns the row as written, or
+// ErrNotFound.
+func updateReturning(db *gorm.DB, id string, cols map[string]any) (*Character, error) {
+	var rows []Character
+	res := db.Model(&rows).Clauses(clause.Returning{}).Where("id = ?", id).UpdateColumns(cols)
+	if res.Error != nil {
+		return nil, fmt.Errorf("update npc %q: %w", id, res.Error)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	return &rows[0], nil
+}
+
 // AddEvents stores events for an NPC. Events whose Ref was seen before (even
 // long consumed) are counted as duplicates and not stored again. When the
 // new events would take the NPC past maxPending unconsumed events the call
@@ -609,57 +630,67 @@ func (s *Store) CountMessages(ctx context.Context, id string) (live, archived in
 	return live, archived, nil
 }
 
+// Masked is what a masking did: the rows it masked, the prompt tokens
+// that saved, and the NPC as the masking left it (nil when nothing was
+// masked, so the caller's copy still stands).
+type Masked struct {
+	IDs   []int64
+	Saved int
+	After *Character
+}
+
 // MaskToolResults masks live tool results of turns older than beforeTurn,
 // except those of exempt tools, and takes the saving off the running total.
-// It returns the rows it masked and how many prompt tokens that saved.
-func (s *Store) MaskToolResults(ctx context.Context, id string, beforeTurn int64, exempt []string) (masked []int64, saved int, err error) {
+func (s *Store) MaskToolResults(ctx context.Context, id string, beforeTurn int64, exempt []string) (Masked, error) {
 	q := s.q(ctx).Model(&Message{}).Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND turn < ?", id, StateLive, "tool", false, beforeTurn)
 	if len(exempt) > 0 {
 		q = q.Where("tool_name NOT IN ?", exempt)
 	}
 	var ids []int64
 	if err := q.Pluck("id", &ids).Error; err != nil {
-		return nil, 0, fmt.Errorf("mask tool results of %q: %w", id, err)
+		return Masked{}, fmt.Errorf("mask tool results of %q: %w", id, err)
 	}
 	return s.MaskMessages(ctx, id, ids)
 }
 
 // MaskMessages masks the given live, unmasked tool results of an NPC where
 // the placeholder is smaller than what is sent now, and takes the saving off
-// the running total. Other ids are ignored. It returns the rows it masked.
-func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (masked []int64, saved int, err error) {
+// the running total. Other ids are ignored.
+func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (Masked, error) {
 	db := s.q(ctx)
-	var todo []int64
+	var out Masked
 	for start := 0; start < len(ids); start += 500 {
 		end := min(start+500, len(ids))
 		var rows []Message
 		if err := db.Select("id, view_tokens, mask_tokens").
 			Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND id IN ?", id, StateLive, "tool", false, ids[start:end]).
 			Find(&rows).Error; err != nil {
-			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+			return Masked{}, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 		for _, r := range rows {
 			if r.MaskTokens >= r.ViewTokens { // masking would not make the prompt smaller
 				continue
 			}
-			todo = append(todo, r.ID)
-			saved += r.ViewTokens - r.MaskTokens
+			out.IDs = append(out.IDs, r.ID)
+			out.Saved += r.ViewTokens - r.MaskTokens
 		}
 	}
-	for start := 0; start < len(todo); start += 500 {
-		end := min(start+500, len(todo))
-		if err := db.Model(&Message{}).Where("id IN ?", todo[start:end]).Update("masked", true).Error; err != nil {
-			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+	for start := 0; start < len(out.IDs); start += 500 {
+		end := min(start+500, len(out.IDs))
+		if err := db.Model(&Message{}).Where("id IN ?", out.IDs[start:end]).Update("masked", true).Error; err != nil {
+			return Masked{}, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 	}
-	if len(todo) > 0 {
-		if err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
-			"live_tokens": gorm.Expr("live_tokens - ?", saved), "history_rev": newRev(),
-		}).Error; err != nil {
-			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+	if len(out.IDs) > 0 {
+		after, err := updateReturning(db, id, map[string]any{
+			"live_tokens": gorm.Expr("live_tokens - ?", out.Saved), "history_rev": newRev(),
+		})
+		if err != nil {
+			return Masked{}, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
+		out.After = after
 	}
-	return todo, saved, nil
+	return out, nil
 }
 
 // Archive moves live messages of an NPC to the archive, recording the

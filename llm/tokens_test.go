@@ -181,7 +181,7 @@ func TestCounterIsSafeForConcurrentUse(t *testing.T) {
 	}
 }
 
-func TestChoose(t *testing.T) {
+func TestRouter(t *testing.T) {
 	builtin, remote := NewBuiltin(), &Client{}
 	for _, tc := range []struct {
 		model  string
@@ -192,8 +192,13 @@ func TestChoose(t *testing.T) {
 		{"gpt-4o-mini", remote, remote},
 		{"gpt-4o-mini", nil, builtin},
 	} {
-		if got := Choose(tc.model, tc.remote, builtin); got != tc.want {
-			t.Errorf("Choose(%q, remote set %v) = %T, want %T", tc.model, tc.remote != nil, got, tc.want)
+		r := Router{Remote: tc.remote, Builtin: builtin}
+		got, counter := r.For(tc.model)
+		if got != tc.want {
+			t.Errorf("Router.For(%q), remote set %v = %T, want %T", tc.model, tc.remote != nil, got, tc.want)
+		}
+		if counter != NewCounter(tc.model) {
+			t.Errorf("Router.For(%q) gave a counter other than the shared one of its encoding", tc.model)
 		}
 	}
 }
