@@ -150,10 +150,11 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	}
 
 	// Budget: the running totals make this O(1); only the new messages are
-	// counted here.
+	// measured here, as the commit will store them (character.Measure).
 	pending := 0
 	for _, m := range ts.current {
-		pending += counter.Message(m.Full())
+		character.Measure(m, counter, c.Masking.OffloadBytes)
+		pending += m.PromptTokens()
 	}
 	if err := e.ensureBudget(ctx, ts, pending); err != nil {
 		return nil, err
