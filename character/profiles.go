@@ -80,6 +80,29 @@ func (s *Store) UpsertProfile(ctx context.Context, id string, u ProfileUpdate) (
 	return &p, nil
 }
 
+// NoteSeen records that NPC id perceived entity at time at: one more
+// mention, and the last sighting moved forward to at. It is UpsertProfile
+// with only Entity and SeenAt set, in one statement when the profile exists.
+func (s *Store) NoteSeen(ctx context.Context, id, entity string, at time.Time) error {
+	key := EntityKey(entity)
+	if key != "" && !at.IsZero() {
+		at = at.UTC()
+		res := s.q(ctx).Model(&Profile{}).Where("character_id = ? AND entity = ?", id, key).UpdateColumns(map[string]any{
+			"mentions":   gorm.Expr("mentions + 1"),
+			"last_seen":  gorm.Expr("CASE WHEN last_seen < ? THEN ? ELSE last_seen END", at, at),
+			"updated_at": time.Now().UTC(),
+		})
+		if res.Error != nil {
+			return fmt.Errorf("update profile %q of %q: %w", key, id, res.Error)
+		}
+		if res.RowsAffected > 0 {
+			return nil
+		}
+	}
+	_, err := s.UpsertProfile(ctx, id, ProfileUpdate{Entity: entity, SeenAt: at})
+	return err
+}
+
 // FactAction says what AddFact did.
 type FactAction string
 

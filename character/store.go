@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -228,12 +229,36 @@ func (s *Store) UpdateState(ctx context.Context, id string, cols map[string]any)
 	return nil
 }
 
-// UpdateStateReturning is UpdateState that also returns the NPC as the
-// write leaves it, read by the same statement (UPDATE … RETURNING), so a
-// caller never reads the row again after writing it.
-func (s *Store) UpdateStateReturning(ctx context.Context, id string, cols map[string]any) (*Character, error) {
-	return updateReturning(s.q(ctx), id, cols)
+// UpdateStateReturning is UpdateState that also returns the NPC's state as
+// the write leaves it, read by the same statement (UPDATE … RETURNING), so
+// a caller never reads the row again after writing it.
+func (s *Store) UpdateStateReturning(ctx context.Context, id string, cols map[string]any) (State, error) {
+	var rows []Character
+	res := s.q(ctx).Model(&rows).Clauses(clause.Returning{Columns: stateColumns}).Where("id = ?", id).UpdateColumns(cols)
+	if res.Error != nil {
+		return State{}, fmt.Errorf("update npc %q: %w", id, res.Error)
+	}
+	if len(rows) == 0 {
+		return State{}, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	return rows[0].State, nil
 }
+
+// stateColumns are State's columns.
+var stateColumns = func() []clause.Column {
+	var cols []clause.Column
+	t := reflect.TypeFor[State]()
+	for i := range t.NumField() {
+		tag := t.Field(i).Tag.Get("gorm")
+		name, ok := strings.CutPrefix(tag, "column:")
+		if !ok {
+			panic("character: State field " + t.Field(i).Name + " names no column")
+		}
+		name, _, _ = strings.Cut(name, ";")
+		cols = append(cols, clause.Column{Name: name})
+	}
+	return cols
+}()
 
 // updateReturning writes cols of NPC id and returns the row as written, or
 // ErrNotFound.

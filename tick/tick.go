@@ -498,11 +498,17 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 			}
 			masked = m.IDs
 		}
-		if after, err = cs.UpdateStateReturning(ctx, c.ID, map[string]any{
+		st, err := cs.UpdateStateReturning(ctx, c.ID, map[string]any{
 			"tick": ts.tick, "turn": ts.turn, "awaiting": store.NewJSON(ts.awaiting), "resume": false, "game_time": ts.gameTime.UTC(),
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
+		// The settings as this tick read them (they change only under the
+		// NPC's lock), the state as the commit leaves it.
+		a := *c
+		a.State = st
+		after = &a
 		rec := &character.TickRecord{CharacterID: c.ID, Tick: ts.tick, At: e.deps.Clock.Now().UTC(), GameTime: ts.gameTime.UTC(),
 			ContextTokens: after.ContextTokens(), Window: after.ContextWindow, Utilization: after.Utilization(),
 			PromptTokens: ts.usage.PromptTokens, CompletionTokens: ts.usage.CompletionTokens, LLMCalls: ts.usage.LLMCalls,
@@ -547,7 +553,7 @@ func (e *Engine) notePerceptions(ctx context.Context, cs *character.Store, js *j
 	for _, ev := range ts.events {
 		if k := character.EntityKey(ev.Actor); k != "" && k != character.EntityKey(ts.c.Name) && !seen[k] {
 			seen[k] = true
-			if _, err := cs.UpsertProfile(ctx, ts.c.ID, character.ProfileUpdate{Entity: ev.Actor, SeenAt: ev.At}); err != nil {
+			if err := cs.NoteSeen(ctx, ts.c.ID, ev.Actor, ev.At); err != nil {
 				return err
 			}
 		}
