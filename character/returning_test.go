@@ -2,9 +2,12 @@ package character_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/npcd/npcd/character"
 )
 
 func TestUpdateStateReturning(t *testing.T) {
@@ -20,5 +23,16 @@ func TestUpdateStateReturning(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("UpdateStateReturning returned the state unlike it is stored (-stored +returned):\n%s", diff)
+	}
+}
+
+func TestName(t *testing.T) {
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	if name, err := s.Name(context.Background(), "brom"); err != nil || name != "Brom" {
+		t.Errorf("Name(brom) = %q, %v; want Brom", name, err)
+	}
+	if _, err := s.Name(context.Background(), "ghost"); !errors.Is(err, character.ErrNotFound) {
+		t.Errorf("Name(ghost) = %v, want ErrNotFound", err)
 	}
 }

@@ -101,6 +101,19 @@ func (s *Store) Get(ctx context.Context, id string) (*Character, error) {
 	return &c, nil
 }
 
+// Name returns NPC id's name, or ErrNotFound: all an event post needs of
+// the NPC, without decoding its settings.
+func (s *Store) Name(ctx context.Context, id string) (string, error) {
+	var names []string
+	if err := s.q(ctx).Model(&Character{}).Where("id = ?", id).Limit(1).Pluck("name", &names).Error; err != nil {
+		return "", fmt.Errorf("load npc %q: %w", id, err)
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	return names[0], nil
+}
+
 // List returns every NPC ordered by id.
 func (s *Store) List(ctx context.Context) ([]Character, error) {
 	var cs []Character
