@@ -198,19 +198,19 @@ type fakeCompactor struct {
 	instructions []string
 }
 
-func (f *fakeCompactor) Mask(ctx context.Context, c *character.Character, aggressive bool) (int, error) {
-	return 0, nil
+func (f *fakeCompactor) Mask(ctx context.Context, c *character.Character, aggressive bool) (*character.Character, error) {
+	return c, nil
 }
 
-func (f *fakeCompactor) Compact(ctx context.Context, c *character.Character, trigger, instruction string) (*sleep.Record, error) {
+func (f *fakeCompactor) Compact(ctx context.Context, c *character.Character, trigger, instruction string) (*sleep.Record, *character.Character, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.instructions = append(f.instructions, instruction)
 	if c.State.LiveMessages == 0 {
-		return nil, nil
+		return nil, c, nil
 	}
 	return &sleep.Record{ID: int64(len(f.instructions)), CharacterID: c.ID, Trigger: trigger, TokensBefore: c.ContextTokens(),
-		TokensAfter: c.ContextTokens() / 2, MessagesCompacted: c.State.LiveMessages, Summarizer: sleep.SummarizerFallback}, nil
+		TokensAfter: c.ContextTokens() / 2, MessagesCompacted: c.State.LiveMessages, Summarizer: sleep.SummarizerFallback}, c, nil
 }
 
 // scripted is a fake remote model. With fail set it fails every call;

@@ -136,7 +136,9 @@ type Counter interface {
 
 // Measure sets the token counts of m, which must already have its ID when it
 // is a tool result (the placeholders name it). offloadBytes is the NPC's
-// offload limit.
+// offload limit. It is the one place that decides what a message costs in
+// a prompt (the counter only frames and tokenizes what it is given):
+// PromptTokens then reads the cost of the message as it is sent now.
 func Measure(m *Message, c Counter, offloadBytes int) {
 	m.Tokens = c.Message(m.Full())
 	m.ViewTokens = m.Tokens

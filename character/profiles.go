@@ -108,6 +108,39 @@ func resolveEntity(tx *gorm.DB, id, entity string) (string, error) {
 	return key, nil
 }
 
+// NoteSeen records that NPC id perceived entity (a name or a key made by
+// ActorKey, resolved as resolveEntity says) at time at: one more mention,
+// the last sighting moved forward to at and, when name is not empty, the
+// display name. It is UpsertProfile with only Entity, Name and SeenAt set,
+// in one update when the profile exists.
+func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.Time) error {
+	if key := EntityKey(entity); key != "" && !at.IsZero() {
+		db := s.q(ctx)
+		key, err := resolveEntity(db, id, entity)
+		if err != nil {
+			return err
+		}
+		at = at.UTC()
+		cols := map[string]any{
+			"mentions":   gorm.Expr("mentions + 1"),
+			"last_seen":  gorm.Expr("CASE WHEN last_seen < ? THEN ? ELSE last_seen END", at, at),
+			"updated_at": time.Now().UTC(),
+		}
+		if name != "" {
+			cols["name"] = clip(name, 128)
+		}
+		res := db.Model(&Profile{}).Where("character_id = ? AND entity = ?", id, key).UpdateColumns(cols)
+		if res.Error != nil {
+			return fmt.Errorf("update profile %q of %q: %w", key, id, res.Error)
+		}
+		if res.RowsAffected > 0 {
+			return nil
+		}
+	}
+	_, err := s.UpsertProfile(ctx, id, ProfileUpdate{Entity: entity, Name: name, SeenAt: at})
+	return err
+}
+
 // FactAction says what AddFact did.
 type FactAction string
 

@@ -293,3 +293,55 @@ func TestEntityKey(t *testing.T) {
 		}
 	}
 }
+
+// TestNoteSeenIsUpsertWithSeenAt checks that NoteSeen leaves a profile as
+// UpsertProfile with only Entity and SeenAt would, over sightings later,
+// earlier, within the same second and on a new profile.
+func TestNoteSeenIsUpsertWithSeenAt(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	putNPC(t, s, "mara")
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	sightings := []struct {
+		entity, name string
+		at           time.Time
+	}{
+		{"Alice", "", at},
+		{"alice", "", at.Add(90 * time.Minute)},
+		{"ALICE", "", at.Add(30 * time.Minute)},                      // earlier: counted, last seen kept
+		{"alice", "", at.Add(90*time.Minute + 500*time.Millisecond)}, // later within the second
+		{"alice", "", at.Add(90*time.Minute + 250*time.Millisecond)},
+		{"Bob the Tall", "", at.Add(24 * time.Hour)},
+		{"alice", "", at.Add(400 * 24 * time.Hour)},
+		{character.ActorKey("p-7"), "Carol", at.Add(time.Hour)},
+		{character.ActorKey("p-7"), "Carolyn", at.Add(2 * time.Hour)}, // renamed: one profile, the new name
+		{"carolyn", "", at.Add(3 * time.Hour)},                        // the name resolves to the actor seen under it
+	}
+	for _, v := range sightings {
+		if err := s.NoteSeen(ctx, "brom", v.entity, v.name, v.at); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpsertProfile(ctx, "mara", character.ProfileUpdate{Entity: v.entity, Name: v.name, SeenAt: v.at}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Profiles(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.Profiles(ctx, "mara")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ignore := cmp.FilterPath(func(p cmp.Path) bool {
+			switch p.Last().String() {
+			case ".ID", ".CharacterID", ".UpdatedAt":
+				return true
+			}
+			return false
+		}, cmp.Ignore())
+		if diff := cmp.Diff(want, got, ignore); diff != "" {
+			t.Fatalf("after %s seen at %s (-UpsertProfile +NoteSeen):\n%s", v.entity, v.at, diff)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -138,6 +139,19 @@ func (s *Store) Get(ctx context.Context, id string) (*Character, error) {
 	return &c, nil
 }
 
+// Name returns NPC id's name, or ErrNotFound: all an event post needs of
+// the NPC, without decoding its settings.
+func (s *Store) Name(ctx context.Context, id string) (string, error) {
+	var names []string
+	if err := s.q(ctx).Model(&Character{}).Where("id = ?", id).Limit(1).Pluck("name", &names).Error; err != nil {
+		return "", fmt.Errorf("load npc %q: %w", id, err)
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	return names[0], nil
+}
+
 // List returns every NPC ordered by id.
 func (s *Store) List(ctx context.Context) ([]Character, error) {
 	var cs []Character
@@ -265,6 +279,51 @@ func (s *Store) UpdateState(ctx context.Context, id string, cols map[string]any)
 		return fmt.Errorf("update npc %q: %w", id, err)
 	}
 	return nil
+}
+
+// UpdateStateReturning is UpdateState that also returns the NPC's state as
+// the write leaves it, read by the same statement (UPDATE … RETURNING), so
+// a caller never reads the row again after writing it.
+func (s *Store) UpdateStateReturning(ctx context.Context, id string, cols map[string]any) (State, error) {
+	var rows []Character
+	res := s.q(ctx).Model(&rows).Clauses(clause.Returning{Columns: stateColumns}).Where("id = ?", id).UpdateColumns(cols)
+	if res.Error != nil {
+		return State{}, fmt.Errorf("update npc %q: %w", id, res.Error)
+	}
+	if len(rows) == 0 {
+		return State{}, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	return rows[0].State, nil
+}
+
+// stateColumns are State's columns.
+var stateColumns = func() []clause.Column {
+	var cols []clause.Column
+	t := reflect.TypeFor[State]()
+	for i := range t.NumField() {
+		tag := t.Field(i).Tag.Get("gorm")
+		name, ok := strings.CutPrefix(tag, "column:")
+		if !ok {
+			panic("character: State field " + t.Field(i).Name + " names no column")
+		}
+		name, _, _ = strings.Cut(name, ";")
+		cols = append(cols, clause.Column{Name: name})
+	}
+	return cols
+}()
+
+// updateReturning writes cols of NPC id and returns the row as written, or
+// ErrNotFound.
+func updateReturning(db *gorm.DB, id string, cols map[string]any) (*Character, error) {
+	var rows []Character
+	res := db.Model(&rows).Clauses(clause.Returning{}).Where("id = ?", id).UpdateColumns(cols)
+	if res.Error != nil {
+		return nil, fmt.Errorf("update npc %q: %w", id, res.Error)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	return &rows[0], nil
 }
 
 // AddEvents stores events for an NPC. Events whose Ref was seen before (even
@@ -672,57 +731,67 @@ func (s *Store) CountMessages(ctx context.Context, id string) (live, archived in
 	return live, archived, nil
 }
 
+// Masked is what a masking did: the rows it masked, the prompt tokens
+// that saved, and the NPC as the masking left it (nil when nothing was
+// masked, so the caller's copy still stands).
+type Masked struct {
+	IDs   []int64
+	Saved int
+	After *Character
+}
+
 // MaskToolResults masks live tool results of turns older than beforeTurn,
 // except those of exempt tools, and takes the saving off the running total.
-// It returns the rows it masked and how many prompt tokens that saved.
-func (s *Store) MaskToolResults(ctx context.Context, id string, beforeTurn int64, exempt []string) (masked []int64, saved int, err error) {
+func (s *Store) MaskToolResults(ctx context.Context, id string, beforeTurn int64, exempt []string) (Masked, error) {
 	q := s.q(ctx).Model(&Message{}).Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND turn < ?", id, StateLive, "tool", false, beforeTurn)
 	if len(exempt) > 0 {
 		q = q.Where("tool_name NOT IN ?", exempt)
 	}
 	var ids []int64
 	if err := q.Pluck("id", &ids).Error; err != nil {
-		return nil, 0, fmt.Errorf("mask tool results of %q: %w", id, err)
+		return Masked{}, fmt.Errorf("mask tool results of %q: %w", id, err)
 	}
 	return s.MaskMessages(ctx, id, ids)
 }
 
 // MaskMessages masks the given live, unmasked tool results of an NPC where
 // the placeholder is smaller than what is sent now, and takes the saving off
-// the running total. Other ids are ignored. It returns the rows it masked.
-func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (masked []int64, saved int, err error) {
+// the running total. Other ids are ignored.
+func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (Masked, error) {
 	db := s.q(ctx)
-	var todo []int64
+	var out Masked
 	for start := 0; start < len(ids); start += 500 {
 		end := min(start+500, len(ids))
 		var rows []Message
 		if err := db.Select("id, view_tokens, mask_tokens").
 			Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND id IN ?", id, StateLive, "tool", false, ids[start:end]).
 			Find(&rows).Error; err != nil {
-			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+			return Masked{}, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 		for _, r := range rows {
 			if r.MaskTokens >= r.ViewTokens { // masking would not make the prompt smaller
 				continue
 			}
-			todo = append(todo, r.ID)
-			saved += r.ViewTokens - r.MaskTokens
+			out.IDs = append(out.IDs, r.ID)
+			out.Saved += r.ViewTokens - r.MaskTokens
 		}
 	}
-	for start := 0; start < len(todo); start += 500 {
-		end := min(start+500, len(todo))
-		if err := db.Model(&Message{}).Where("id IN ?", todo[start:end]).Update("masked", true).Error; err != nil {
-			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+	for start := 0; start < len(out.IDs); start += 500 {
+		end := min(start+500, len(out.IDs))
+		if err := db.Model(&Message{}).Where("id IN ?", out.IDs[start:end]).Update("masked", true).Error; err != nil {
+			return Masked{}, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 	}
-	if len(todo) > 0 {
-		if err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
-			"live_tokens": gorm.Expr("live_tokens - ?", saved), "history_rev": newRev(),
-		}).Error; err != nil {
-			return nil, 0, fmt.Errorf("mask messages of %q: %w", id, err)
+	if len(out.IDs) > 0 {
+		after, err := updateReturning(db, id, map[string]any{
+			"live_tokens": gorm.Expr("live_tokens - ?", out.Saved), "history_rev": newRev(),
+		})
+		if err != nil {
+			return Masked{}, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
+		out.After = after
 	}
-	return todo, saved, nil
+	return out, nil
 }
 
 // Archive moves live messages of an NPC to the archive, recording the

@@ -678,10 +678,11 @@ func TestMaskToolResults(t *testing.T) {
 	f := newMaskFixture(t, s, "brom")
 	before := checkTotals(t, s, "brom")
 
-	masked, saved, err := s.MaskToolResults(ctx, "brom", 3, []string{"inventory"})
+	res, err := s.MaskToolResults(ctx, "brom", 3, []string{"inventory"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	masked, saved := res.IDs, res.Saved
 	wantSaved := 0
 	for _, m := range f.look[:2] {
 		wantSaved += m.ViewTokens - m.MaskTokens
@@ -690,6 +691,9 @@ func TestMaskToolResults(t *testing.T) {
 		t.Errorf("MaskToolResults = %v masked, %d saved; want the first two looks and %d", masked, saved, wantSaved)
 	}
 	after := checkTotals(t, s, "brom")
+	if res.After == nil || res.After.State.LiveTokens != after.LiveTokens || res.After.State.HistoryRev != get(t, s, "brom").State.HistoryRev {
+		t.Errorf("MaskToolResults returned the NPC as %+v, want it as stored", res.After)
+	}
 	if after.LiveTokens != before.LiveTokens-wantSaved {
 		t.Errorf("live tokens %d → %d, want %d less", before.LiveTokens, after.LiveTokens, wantSaved)
 	}
@@ -724,11 +728,11 @@ func TestMaskToolResults(t *testing.T) {
 	}
 
 	// Masking again finds nothing new; without exemptions the inventory goes too.
-	if masked, saved, err := s.MaskToolResults(ctx, "brom", 3, []string{"inventory"}); err != nil || len(masked) != 0 || saved != 0 {
-		t.Errorf("second MaskToolResults = %v, %d, %v; want nothing", masked, saved, err)
+	if res, err := s.MaskToolResults(ctx, "brom", 3, []string{"inventory"}); err != nil || len(res.IDs) != 0 || res.Saved != 0 || res.After != nil {
+		t.Errorf("second MaskToolResults = %+v, %v; want nothing", res, err)
 	}
-	if masked, _, err := s.MaskToolResults(ctx, "brom", 3, nil); err != nil || len(masked) != 2 {
-		t.Errorf("MaskToolResults without exemptions = %v, %v; want the 2 inventory results", masked, err)
+	if res, err := s.MaskToolResults(ctx, "brom", 3, nil); err != nil || len(res.IDs) != 2 {
+		t.Errorf("MaskToolResults without exemptions = %v, %v; want the 2 inventory results", res.IDs, err)
 	}
 	checkTotals(t, s, "brom")
 }
@@ -743,7 +747,7 @@ func TestMaskMessagesIgnoresOtherRows(t *testing.T) {
 	if err := s.Archive(ctx, "brom", []int64{f.look[1].ID}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.MaskMessages(ctx, "brom", []int64{f.look[2].ID}); err != nil {
+	if _, err := s.MaskMessages(ctx, "brom", []int64{f.look[2].ID}); err != nil {
 		t.Fatal(err)
 	}
 	live, _ := s.LiveMessages(ctx, "brom")
@@ -759,7 +763,8 @@ func TestMaskMessagesIgnoresOtherRows(t *testing.T) {
 		other.look[0].ID, // another NPC's
 		999999,           // no such message
 	}
-	masked, saved, err := s.MaskMessages(ctx, "brom", append(ignored, f.look[0].ID))
+	res, err := s.MaskMessages(ctx, "brom", append(ignored, f.look[0].ID))
+	masked, saved := res.IDs, res.Saved
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -777,8 +782,8 @@ func TestMaskMessagesIgnoresOtherRows(t *testing.T) {
 	if err != nil || m.Masked {
 		t.Errorf("the other NPC's result: masked %v, %v", m.Masked, err)
 	}
-	if masked, saved, err := s.MaskMessages(ctx, "brom", nil); err != nil || len(masked) != 0 || saved != 0 {
-		t.Errorf("MaskMessages(nil) = %v, %d, %v", masked, saved, err)
+	if res, err := s.MaskMessages(ctx, "brom", nil); err != nil || len(res.IDs) != 0 || res.Saved != 0 {
+		t.Errorf("MaskMessages(nil) = %+v, %v", res, err)
 	}
 }
 
@@ -1138,13 +1143,13 @@ func TestHistoryRevChangesWithEveryHistoryWrite(t *testing.T) {
 	if rev() != before {
 		t.Fatal("a state update that writes no message changed the revision")
 	}
-	if _, _, err := s.MaskMessages(ctx, "brom", []int64{f.look[0].ID}); err != nil {
+	if _, err := s.MaskMessages(ctx, "brom", []int64{f.look[0].ID}); err != nil {
 		t.Fatal(err)
 	}
 	changed("mask")
 	before = rev()
-	if ids, _, err := s.MaskMessages(ctx, "brom", []int64{f.look[0].ID}); err != nil || len(ids) != 0 {
-		t.Fatalf("masking again: %v %v", ids, err)
+	if res, err := s.MaskMessages(ctx, "brom", []int64{f.look[0].ID}); err != nil || len(res.IDs) != 0 {
+		t.Fatalf("masking again: %v %v", res.IDs, err)
 	}
 	if rev() != before {
 		t.Fatal("masking nothing changed the revision")

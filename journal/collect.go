@@ -6,10 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/npcd/npcd/character"
-	"github.com/npcd/npcd/store"
 )
 
 // window says how collect joins results that come from neighbouring
@@ -54,7 +52,7 @@ type group struct {
 //
 // Contents longer than maxBytes (when > 0) are cut to a snippet around the
 // query's terms, and a result cites only the parts whose text it keeps.
-func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window) ([]Result, bool, error) {
+func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window, rows *rowCache) ([]Result, bool, error) {
 	var out []*group
 	type slot struct {
 		g *group
@@ -96,7 +94,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				continue
 			}
 		}
-		rows, err := s.load(ctx, npc, batch)
+		rows, err := s.load(ctx, npc, batch, rows)
 		if err != nil {
 			return nil, false, err
 		}
@@ -286,9 +284,16 @@ func cleanSources(s character.Sources) character.Sources {
 // absent. Rows are read by primary key alone and their NPC checked here:
 // with the NPC in the WHERE clause SQLite may walk the NPC's whole index
 // instead.
-func (s *Store) load(ctx context.Context, npc string, cs []candidate) (map[itemKey]*Result, error) {
+//
+// Messages are found in cache first, and those read are added to it.
+func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache) (map[itemKey]*Result, error) {
 	ids := map[itemKind][]int64{}
+	var cached []msgRow
 	for _, c := range cs {
+		if m, ok := cache.get(c.id); ok && c.kind == kindMessage {
+			cached = append(cached, m)
+			continue
+		}
 		ids[c.kind] = append(ids[c.kind], c.id)
 	}
 	out := make(map[itemKey]*Result, len(cs))
@@ -323,19 +328,19 @@ func (s *Store) load(ctx context.Context, npc string, cs []candidate) (map[itemK
 				GameTime: e.GameTime.UTC(), Importance: e.Importance}
 		}
 	}
+	ms := cached
 	if len(ids[kindMessage]) > 0 {
-		var ms []struct {
-			ID          int64
-			CharacterID string
-			Summary     bool
-			Content     string
-			EventRefs   store.JSON[[]string]
-			GameTime    time.Time
-		}
+		var read []msgRow
 		if err := db.Model(&character.Message{}).Select("id, character_id, summary, content, event_refs, game_time").
-			Where("id IN ?", ids[kindMessage]).Scan(&ms).Error; err != nil {
+			Where("id IN ?", ids[kindMessage]).Scan(&read).Error; err != nil {
 			return nil, fmt.Errorf("read messages of %q: %w", npc, err)
 		}
+		for _, m := range read {
+			cache.put(m)
+		}
+		ms = append(ms, read...)
+	}
+	if len(ms) > 0 {
 		for _, m := range ms {
 			if m.CharacterID != npc || m.Summary {
 				continue

@@ -70,6 +70,7 @@ type npcIndex struct {
 	newest    int64 // newest game time of any item
 	builtAt   time.Time
 	scores    []float32 // scratch for vector scores, reused by each search
+	rows      rowCache  // messages recent searches showed
 	// sizeHint and usedHint are the size and last use recorded when the
 	// index was last released; they are guarded by Retriever.mu, not mu.
 	sizeHint int64
@@ -82,7 +83,7 @@ func newIndex(npc string) *npcIndex {
 
 func (x *npcIndex) bytes() int64 {
 	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
-		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40
+		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 + x.rows.size()
 }
 
 // whoID numbers the entity whose name is name (by its first word), 0 for

@@ -128,7 +128,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	pool := max(r.cfg.pool, 4*k)
 	hits := x.keyword(terms, pool, r.cfg.wExpand)
 	ranked := r.rank(x, qv != nil, hits, pool, now, x.named(terms))
-	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x))
+	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows)
 	if err != nil {
 		return nil, err
 	}
@@ -382,6 +382,6 @@ func (s *Store) Search(ctx context.Context, id, query string, k int) ([]Result, 
 		cs = append(cs, candidate{kind: h.kind, id: h.id, score: h.score / best, parts: scoreParts{keyword: h.score / best}})
 	}
 	sortCandidates(cs)
-	rs, _, err := s.collect(ctx, id, cs, k, terms, DefaultMaxContentBytes, window{})
+	rs, _, err := s.collect(ctx, id, cs, k, terms, DefaultMaxContentBytes, window{}, nil)
 	return rs, err
 }

@@ -82,15 +82,31 @@ type Chatter interface {
 	Chat(ctx context.Context, req Request) (Response, error)
 }
 
-// Choose returns who answers requests for model: the builtin model when
-// the model is BuiltinModel or no remote provider is configured (remote is
-// nil), the remote one otherwise.
-func Choose(model string, remote, builtin Chatter) Chatter {
-	if model == BuiltinModel || remote == nil {
-		return builtin
-	}
-	return remote
+// Router is the one place that says, for a model name, who answers it and
+// how its tokens are counted.
+type Router struct {
+	// Remote answers every model but BuiltinModel; nil when no endpoint is
+	// configured, in which case Builtin answers every model.
+	Remote Chatter
+	// Builtin is the offline model.
+	Builtin Chatter
 }
+
+// Model returns who answers requests for model: the builtin model when the
+// model is BuiltinModel or no remote provider is configured, the remote one
+// otherwise.
+func (r Router) Model(model string) Chatter {
+	if model == BuiltinModel || r.Remote == nil {
+		return r.Builtin
+	}
+	return r.Remote
+}
+
+// Counter returns the token counter of model (see NewCounter).
+func (r Router) Counter(model string) *Counter { return NewCounter(model) }
+
+// For returns both who answers model and its token counter.
+func (r Router) For(model string) (Chatter, *Counter) { return r.Model(model), r.Counter(model) }
 
 // Embedder turns texts into vectors, one per text, in order. Implementations
 // are safe for concurrent use.

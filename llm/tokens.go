@@ -29,18 +29,25 @@ var (
 // Counter counts tokens the way a model's tokenizer would. The zero value is
 // not usable; build one with NewCounter. A Counter is safe for concurrent use.
 //
-// It remembers the counts of recent long texts: a prompt repeats most of the
-// previous one, and looking a text up costs far less than tokenizing it.
+// It remembers the counts of the texts it saw, line by line: a prompt
+// repeats most of the previous one (the persona, the summary, the history,
+// recalled memories), and looking a line up costs far less than tokenizing
+// it.
 type Counter struct {
 	codec tokenizer.Codec
 	mu    sync.Mutex
 	cache map[string]int
+	bytes int
 }
 
-// The cache holds at most cacheEntries texts and starts afresh when full.
-// Short texts are cached too: roles, names, call ids and arguments recur in
-// every prompt, and tokenizing even a short one allocates several matches.
-const cacheEntries = 8192
+// The cache holds at most cacheEntries texts of cacheBytes in all and
+// starts afresh when full. Short texts are cached too: roles, names, call
+// ids and arguments recur in every prompt, and tokenizing even a short one
+// allocates several matches.
+const (
+	cacheEntries = 32768
+	cacheBytes   = 8 << 20
+)
 
 // NewCounter returns the counter for model: o200k_base for the gpt-4o,
 // gpt-4.1, gpt-5 and o-series families, cl100k_base for everything else
@@ -79,7 +86,47 @@ func codecFor(model string) tokenizer.Codec {
 }
 
 // Text returns the number of tokens in s.
+//
+// A long text is counted line by line, each line's count cached, and the
+// counts added up. That is exact: the tokenizers split their input into
+// pieces before encoding each piece alone, and the end of a run of line
+// breaks followed by a letter, a digit or an opening bracket always ends a
+// piece (see lineEnd).
 func (c *Counter) Text(s string) int {
+	n := 0
+	for s != "" {
+		i := lineEnd(s)
+		n += c.count(s[:i])
+		s = s[i:]
+	}
+	return n
+}
+
+// lineEnd returns the length of s's first line: up to and including its
+// first run of line breaks when a letter, a digit or one of "[-(*#" comes
+// next (where every encoding in use starts a new piece), else all of s.
+func lineEnd(s string) int {
+	for from := 0; ; {
+		i := strings.IndexByte(s[from:], '\n')
+		if i < 0 {
+			return len(s)
+		}
+		j := from + i + 1
+		for j < len(s) && (s[j] == '\n' || s[j] == '\r') {
+			j++
+		}
+		if j == len(s) {
+			return j
+		}
+		if b := s[j]; 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || strings.IndexByte("[-(*#", b) >= 0 {
+			return j
+		}
+		from = j
+	}
+}
+
+// count tokenizes s, or finds its count in the cache.
+func (c *Counter) count(s string) int {
 	if s == "" {
 		return 0
 	}
@@ -94,10 +141,16 @@ func (c *Counter) Text(s string) int {
 		n = len(s)/4 + 1
 	}
 	c.mu.Lock()
-	if len(c.cache) >= cacheEntries {
+	if len(c.cache) >= cacheEntries || c.bytes+len(s) > cacheBytes {
 		clear(c.cache)
+		c.bytes = 0
 	}
-	c.cache[s] = n
+	if len(s) <= cacheBytes/64 {
+		// A copy: s may be a line of a much longer text, which the
+		// cache must not keep alive.
+		c.cache[strings.Clone(s)] = n
+		c.bytes += len(s)
+	}
 	c.mu.Unlock()
 	return n
 }

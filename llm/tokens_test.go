@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -181,7 +182,7 @@ func TestCounterIsSafeForConcurrentUse(t *testing.T) {
 	}
 }
 
-func TestChoose(t *testing.T) {
+func TestRouter(t *testing.T) {
 	builtin, remote := NewBuiltin(), &Client{}
 	for _, tc := range []struct {
 		model  string
@@ -192,8 +193,13 @@ func TestChoose(t *testing.T) {
 		{"gpt-4o-mini", remote, remote},
 		{"gpt-4o-mini", nil, builtin},
 	} {
-		if got := Choose(tc.model, tc.remote, builtin); got != tc.want {
-			t.Errorf("Choose(%q, remote set %v) = %T, want %T", tc.model, tc.remote != nil, got, tc.want)
+		r := Router{Remote: tc.remote, Builtin: builtin}
+		got, counter := r.For(tc.model)
+		if got != tc.want {
+			t.Errorf("Router.For(%q), remote set %v = %T, want %T", tc.model, tc.remote != nil, got, tc.want)
+		}
+		if counter != NewCounter(tc.model) {
+			t.Errorf("Router.For(%q) gave a counter other than the shared one of its encoding", tc.model)
 		}
 	}
 }
@@ -210,5 +216,31 @@ func TestCounterMessageCountedOnce(t *testing.T) {
 		}
 	}); allocs != 0 && !raceEnabled {
 		t.Fatalf("counting a message again allocates %.0f times: it was tokenized again", allocs)
+	}
+}
+
+// TestTextByLinesIsExact checks that counting a text line by line, as Text
+// does, gives what the tokenizer gives for the whole text, on random texts
+// mixing words, digits, punctuation, spaces and line breaks of every kind.
+func TestTextByLinesIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	atoms := []string{"a", "word", "Brom", "é", "ß", "日本", "42", "1234567", " ", "  ", "\t", "\n", "\n\n", "\r\n", " \n", "\n ",
+		".", "...", ",", "'s", "'ll", "/", "//", "-", "[", "]", "(", ")", "*", "#", "\"", ":", "<|endoftext|>", "🙂", "\u00a0"}
+	for _, model := range []string{BuiltinModel, "gpt-4o"} {
+		c := NewCounter(model)
+		for i := 0; i < 3000; i++ {
+			var b strings.Builder
+			for n := rng.IntN(60); n > 0; n-- {
+				b.WriteString(atoms[rng.IntN(len(atoms))])
+			}
+			s := b.String()
+			want, err := c.codec.Count(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Text(s); got != want {
+				t.Fatalf("%s: Text(%q) = %d, the tokenizer counts %d", c.Encoding(), s, got, want)
+			}
+		}
 	}
 }

@@ -48,7 +48,7 @@ type Compactor struct {
 	db       *gorm.DB
 	chars    *character.Store
 	journal  *journal.Store
-	remote   llm.Chatter
+	models   llm.Router
 	fallback llm.Chatter
 	clock    clockwork.Clock
 	log      zerolog.Logger
@@ -68,8 +68,8 @@ func NewCompactor(deps CompactorDeps, cfg CompactorConfig) (*Compactor, error) {
 	if deps.Clock == nil {
 		deps.Clock = clockwork.NewRealClock()
 	}
-	return &Compactor{cfg: cfg, db: deps.DB, chars: deps.Characters, journal: deps.Journal, remote: deps.Remote,
-		fallback: deps.Builtin, clock: deps.Clock, log: deps.Log}, nil
+	return &Compactor{cfg: cfg, db: deps.DB, chars: deps.Characters, journal: deps.Journal,
+		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, fallback: deps.Builtin, clock: deps.Clock, log: deps.Log}, nil
 }
 
 // Migrations is this package's schema, in order.
@@ -81,22 +81,26 @@ func Migrations() []store.Migration {
 }
 
 func (c *Compactor) modelFor(ch *character.Character) llm.Chatter {
-	return llm.Choose(ch.Model, c.remote, c.fallback)
+	return c.models.Model(ch.Model)
 }
 
 // Mask masks old tool results of NPC ch per its policy (results older than
 // its last keep_recent_turns turns), or with aggressive set every tool
-// result before the newest turn. Exempt tools are never masked.
-func (c *Compactor) Mask(ctx context.Context, ch *character.Character, aggressive bool) (int, error) {
+// result before the newest turn. Exempt tools are never masked. It
+// returns the NPC as masking left it (ch itself when nothing was masked).
+func (c *Compactor) Mask(ctx context.Context, ch *character.Character, aggressive bool) (*character.Character, error) {
 	if !ch.Masking.On() {
-		return 0, nil
+		return ch, nil
 	}
 	before := ch.State.Turn - int64(ch.Masking.KeepRecentTurns) + 1
 	if aggressive {
 		before = ch.State.Turn
 	}
-	_, saved, err := c.chars.MaskToolResults(ctx, ch.ID, before, ch.Masking.ExemptTools.V)
-	return saved, err
+	m, err := c.chars.MaskToolResults(ctx, ch.ID, before, ch.Masking.ExemptTools.V)
+	if err != nil || m.After == nil {
+		return ch, err
+	}
+	return m.After, nil
 }
 
 // Plan plans a compaction of NPC ch from its current live history.
@@ -126,35 +130,40 @@ func (c *Compactor) Pinned(ctx context.Context, p *Plan) ([]string, error) {
 }
 
 // Compact plans, summarizes and commits a compaction of NPC ch now. The
-// caller holds the NPC's lock. It returns nil when nothing can be compacted
-// (after masking the outputs of a single huge turn, if that helps).
-func (c *Compactor) Compact(ctx context.Context, ch *character.Character, trigger, instruction string) (*Record, error) {
+// caller holds the NPC's lock. It returns the compaction, nil when nothing
+// can be compacted (after masking the outputs of a single huge turn, if
+// that helps), and the NPC as it left it (ch itself when nothing changed).
+func (c *Compactor) Compact(ctx context.Context, ch *character.Character, trigger, instruction string) (*Record, *character.Character, error) {
 	start := c.clock.Now()
 	p, err := c.Plan(ctx, ch, trigger, instruction)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if p.Empty() {
 		if len(p.Mask) > 0 {
-			if _, _, err := c.chars.MaskMessages(ctx, ch.ID, p.Mask); err != nil {
-				return nil, err
+			m, err := c.chars.MaskMessages(ctx, ch.ID, p.Mask)
+			if err != nil {
+				return nil, nil, err
+			}
+			if m.After != nil {
+				return nil, m.After, nil
 			}
 		}
-		return nil, nil
+		return nil, ch, nil
 	}
 	pinned, err := c.Pinned(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := c.Summarize(ctx, ch, p, pinned)
-	rec, err := c.Commit(ctx, ch, p, s)
+	rec, after, err := c.commit(ctx, ch, p, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.log.Info().Str("npc", ch.ID).Str("trigger", trigger).Int("messages", rec.MessagesCompacted).
 		Int("tokens_before", rec.TokensBefore).Int("tokens_after", rec.TokensAfter).Str("summarizer", rec.Summarizer).
 		Dur("took", c.clock.Since(start)).Msg("compacted")
-	return rec, nil
+	return rec, after, nil
 }
 
 // ErrNotFound means there is no such compaction.
@@ -172,14 +181,21 @@ var ErrStale = errors.New("sleep: plan is stale")
 // NPC's compaction count. It fails with ErrStale, changing nothing, if any
 // planned row is no longer live. The caller holds the NPC's lock.
 func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan, s Summary) (*Record, error) {
+	rec, _, err := c.commit(ctx, ch, p, s)
+	return rec, err
+}
+
+// commit is Commit that also returns the NPC as the compaction left it.
+func (c *Compactor) commit(ctx context.Context, ch *character.Character, p *Plan, s Summary) (*Record, *character.Character, error) {
 	if p.Empty() {
-		return nil, fmt.Errorf("commit compaction of %q: empty plan", ch.ID)
+		return nil, nil, fmt.Errorf("commit compaction of %q: empty plan", ch.ID)
 	}
+	var after *character.Character
 	now := c.now()
 	rec := &Record{CharacterID: ch.ID, Trigger: p.Trigger, Summarizer: s.Summarizer, FallbackReason: s.FallbackReason,
 		Instruction: p.Instruction, MessagesCompacted: len(p.SpanIDs()), Tick: ch.State.Tick, GameTime: ch.State.GameTime, CreatedAt: now}
 	rec.FirstMessageID, rec.LastMessageID = p.Span[0].ID, p.Span[len(p.Span)-1].ID
-	counter := llm.NewCounter(ch.Model)
+	counter := c.models.Counter(ch.Model)
 	err := c.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		cs := c.chars.WithTx(tx)
 		js := c.journal.WithTx(tx)
@@ -192,11 +208,11 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 			return fmt.Errorf("record compaction: %w", err)
 		}
 		if len(p.Mask) > 0 {
-			ids, _, err := cs.MaskMessages(ctx, ch.ID, p.Mask)
+			m, err := cs.MaskMessages(ctx, ch.ID, p.Mask)
 			if err != nil {
 				return err
 			}
-			rec.Masked = len(ids)
+			rec.Masked = len(m.IDs)
 		}
 		if err := cs.Archive(ctx, ch.ID, p.SpanIDs(), &rec.ID); err != nil {
 			if errors.Is(err, character.ErrInvalid) {
@@ -236,8 +252,7 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 		if err := js.Add(ctx, ch.ID, entry); err != nil {
 			return err
 		}
-		after, err := cs.Get(ctx, ch.ID)
-		if err != nil {
+		if after, err = cs.Get(ctx, ch.ID); err != nil {
 			return err
 		}
 		rec.TokensAfter = after.ContextTokens()
@@ -245,6 +260,9 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 		if err := cs.UpdateState(ctx, ch.ID, map[string]any{"compactions": gorm.Expr("compactions + 1"), "compaction_note": note}); err != nil {
 			return err
 		}
+		// As the statement above leaves it, in this transaction.
+		after.State.Compactions++
+		after.State.CompactionNote = note
 		rec.Metadata = store.NewJSON(map[string]any{"target_tokens": TargetTokens(after)})
 		if note != "" {
 			rec.Metadata.V["target_missed"] = note
@@ -256,9 +274,9 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 			"journal_id": rec.JournalID, "masked": rec.Masked, "duration_ms": rec.DurationMS, "metadata": rec.Metadata}).Error
 	})
 	if err != nil {
-		return nil, fmt.Errorf("commit compaction of %q: %w", ch.ID, err)
+		return nil, nil, fmt.Errorf("commit compaction of %q: %w", ch.ID, err)
 	}
-	return rec, nil
+	return rec, after, nil
 }
 
 // missedTarget says why the context a compaction left (after) is over its

@@ -144,7 +144,7 @@ Answer with JSON only: {"facts": [{"content", "entity", "key", "importance", "so
 }
 
 func (c *Consolidator) modelFor(ch *character.Character) llm.Chatter {
-	return llm.Choose(ch.Model, c.deps.Remote, c.deps.Builtin)
+	return llm.Router{Remote: c.deps.Remote, Builtin: c.deps.Builtin}.Model(ch.Model)
 }
 
 // extract asks the model for the facts of a batch, validates them, and falls

@@ -210,7 +210,7 @@ func pinnedLines(entries []journal.Entry) []string {
 // valid summary in time, otherwise the deterministic extractive fallback.
 // It never fails: compaction must not depend on the model.
 func (c *Compactor) Summarize(ctx context.Context, ch *character.Character, p *Plan, pinned []string) Summary {
-	counter := llm.NewCounter(ch.Model)
+	counter := c.models.Counter(ch.Model)
 	lines := make([]string, 0, len(p.Span))
 	for i := range p.Span {
 		lines = append(lines, TranscriptLine(&p.Span[i]))

@@ -42,3 +42,38 @@ func BenchmarkIdleTick(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTickMany measures ticks of many NPCs at once, as a world runs
+// them: each round posts one event to each of 100 NPCs, then ticks them
+// all with TickMany. One op is one NPC's tick.
+func BenchmarkTickMany(b *testing.B) {
+	env := newEnv(b)
+	ctx := context.Background()
+	const npcs = 100
+	ids := make([]string, npcs)
+	for i := range ids {
+		c := brom()
+		c.ID = fmt.Sprintf("brom-%d", i)
+		if _, err := env.eng.PutNPC(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = c.ID
+	}
+	round := func(r int) {
+		for _, id := range ids {
+			if _, _, err := env.eng.PostEvents(ctx, id, []EventInput{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword, %s?", r, id)}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		res, bad, err := env.eng.TickMany(ctx, ids)
+		if err != nil || len(bad) > 0 || len(res) != npcs {
+			b.Fatal(len(res), bad, err)
+		}
+	}
+	round(-1) // every NPC's first search loads its past once
+	b.ReportAllocs()
+	b.ResetTimer()
+	for r := 0; r*npcs < b.N; r++ {
+		round(r)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
@@ -47,6 +49,20 @@ func (g *genHistory) append(msgs ...*character.Message) {
 	for _, m := range msgs {
 		g.written[m.ID] = true
 	}
+}
+
+// adopt takes after, the NPC as an operation says it left it, after
+// checking that it is the NPC as stored.
+func (g *genHistory) adopt(op string, after *character.Character) {
+	g.t.Helper()
+	stored, err := g.env.chars.Get(context.Background(), g.c.ID)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if diff := cmp.Diff(stored, after); diff != "" {
+		g.t.Fatalf("%s returned the NPC unlike it is stored (-stored +returned):\n%s", op, diff)
+	}
+	g.c = after
 }
 
 func (g *genHistory) reload() {
@@ -219,19 +235,21 @@ func TestCompactionInvariantsRandomized(t *testing.T) {
 			g.turn()
 			// Ticks mask by policy and compact in an emergency.
 			if g.c.Masking.On() {
-				if _, err := comp.Mask(ctx, g.c, false); err != nil {
+				after, err := comp.Mask(ctx, g.c, false)
+				if err != nil {
 					t.Fatal(err)
 				}
-				g.reload()
+				g.adopt("mask", after)
 				g.check("mask", false)
 			}
 			trigger := ""
 			switch {
 			case g.c.Utilization() >= g.c.Compaction.EmergencyThreshold:
-				if _, err := comp.Mask(ctx, g.c, true); err != nil {
+				after, err := comp.Mask(ctx, g.c, true)
+				if err != nil {
 					t.Fatal(err)
 				}
-				g.reload()
+				g.adopt("aggressive mask", after)
 				if g.c.Utilization() >= g.c.Compaction.EmergencyThreshold {
 					trigger = sleep.TriggerEmergency
 				}
@@ -244,11 +262,11 @@ func TestCompactionInvariantsRandomized(t *testing.T) {
 				g.checkFits("budget check")
 				continue
 			}
-			rec, err := comp.Compact(ctx, g.c, trigger, "")
+			rec, after, err := comp.Compact(ctx, g.c, trigger, "")
 			if err != nil {
 				t.Fatalf("history %d: compact: %v", h, err)
 			}
-			g.reload()
+			g.adopt("compact "+trigger, after)
 			g.check("compact "+trigger, true)
 			g.checkFits("compact " + trigger)
 			if rec == nil {

@@ -195,6 +195,7 @@ type Engine struct {
 	history  *historyCache
 	feed     *feedSignal // wakes action feed readers
 	auto     *autoTicker
+	models   llm.Router
 
 	mu       sync.Mutex
 	closed   bool
@@ -238,7 +239,8 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 		deps.Sleeper = r
 	}
 	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
-		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker()}, nil
+		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(),
+		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}}, nil
 }
 
 // Config returns the engine's configuration with defaults applied.
@@ -295,12 +297,7 @@ func (e *Engine) WithNPCLock(ctx context.Context, id string, fn func(ctx context
 
 // Counter returns the token counter for model.
 func (e *Engine) Counter(model string) *llm.Counter {
-	return llm.NewCounter(model)
-}
-
-// modelFor picks who answers an NPC.
-func (e *Engine) modelFor(c *character.Character) llm.Chatter {
-	return llm.Choose(c.Model, e.deps.Remote, e.deps.Builtin)
+	return e.models.Counter(model)
 }
 
 // chat calls the model within the global concurrency bound.
@@ -315,7 +312,7 @@ func (e *Engine) chat(ctx context.Context, c *character.Character, req llm.Reque
 		req.Model = c.Model
 	}
 	start := e.deps.Clock.Now()
-	resp, err := e.modelFor(c).Chat(ctx, req)
+	resp, err := e.models.Model(c.Model).Chat(ctx, req)
 	if e.deps.Observer != nil {
 		e.deps.Observer.ModelCall(c.Model, e.deps.Clock.Since(start), resp.Usage, err)
 	}

@@ -165,10 +165,11 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 		return 0, 0, err
 	}
 	defer e.inflight.Done()
-	c, err := e.deps.Characters.Get(ctx, id)
+	name, err := e.deps.Characters.Name(ctx, id)
 	if err != nil {
 		return 0, 0, err
 	}
+	c := &character.Character{ID: id, Name: name} // who the events may not name
 	if err := e.checkEventTimes(ctx, in); err != nil {
 		return 0, 0, err
 	}

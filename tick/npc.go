@@ -157,7 +157,7 @@ func (e *Engine) Compact(ctx context.Context, id, instruction string) (*sleep.Re
 		if err != nil {
 			return err
 		}
-		rec, err = e.deps.Compactor.Compact(ctx, c, sleep.TriggerManual, instruction)
+		rec, _, err = e.deps.Compactor.Compact(ctx, c, sleep.TriggerManual, instruction)
 		return err
 	})
 	return rec, err

@@ -132,9 +132,11 @@ func Warnings(c *character.Character) []string {
 type Compactor interface {
 	// Mask masks tool results the NPC's policy says are old enough, or,
 	// with aggressive set, every tool result before the current turn.
-	// It returns how many prompt tokens that saved.
-	Mask(ctx context.Context, c *character.Character, aggressive bool) (saved int, err error)
+	// It returns the NPC as masking left it (c itself when nothing was
+	// masked).
+	Mask(ctx context.Context, c *character.Character, aggressive bool) (after *character.Character, err error)
 	// Compact summarizes and archives the older part of the live history
-	// now. It returns nil when there is nothing that can be compacted.
-	Compact(ctx context.Context, c *character.Character, trigger, instruction string) (*sleep.Record, error)
+	// now. It returns the compaction, nil when nothing could be compacted,
+	// and the NPC as it left it (c itself when it changed nothing).
+	Compact(ctx context.Context, c *character.Character, trigger, instruction string) (*sleep.Record, *character.Character, error)
 }

@@ -150,14 +150,16 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	}
 
 	// Budget: the running totals make this O(1); only the new messages are
-	// counted here.
+	// measured here, as the commit will store them (character.Measure).
 	pending := 0
 	for _, m := range ts.current {
-		pending += counter.Message(m.Full())
+		character.Measure(m, counter, c.Masking.OffloadBytes)
+		pending += m.PromptTokens()
 	}
 	if err := e.ensureBudget(ctx, ts, pending); err != nil {
 		return nil, err
 	}
+	c = ts.c
 
 	if ts.live, err = e.liveHistory(ctx, ts.c); err != nil {
 		return nil, err
@@ -250,41 +252,26 @@ func callIDs(pcs []character.PendingCall) []string {
 }
 
 // ensureBudget masks and compacts before the model call when the context
-// with the new messages reaches the emergency threshold. The NPC's row is
-// read again once, after whatever it changed.
+// with the new messages reaches the emergency threshold. Each step returns
+// the NPC as it leaves it, so the row is never read again.
 func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) error {
 	comp := e.deps.Compactor
-	c := ts.c
-	if comp == nil || !c.OverEmergency(c.ContextTokens()+pending) {
+	if comp == nil || !ts.c.OverEmergency(ts.c.ContextTokens()+pending) {
 		return nil
 	}
-	saved, err := comp.Mask(ctx, c, true)
+	after, err := comp.Mask(ctx, ts.c, true)
 	if err != nil {
 		return fmt.Errorf("mask before tick: %w", err)
 	}
-	if !c.OverEmergency(c.ContextTokens() - saved + pending) {
-		return e.reload(ctx, ts)
+	ts.c = after
+	if !ts.c.OverEmergency(ts.c.ContextTokens() + pending) {
+		return nil
 	}
-	if saved > 0 {
-		if err := e.reload(ctx, ts); err != nil { // the plan reads the totals
-			return err
-		}
-	}
-	rec, err := comp.Compact(ctx, c, sleep.TriggerEmergency, "")
+	rec, after, err := comp.Compact(ctx, ts.c, sleep.TriggerEmergency, "")
 	if err != nil {
 		return fmt.Errorf("emergency compaction: %w", err)
 	}
-	ts.comp = rec
-	return e.reload(ctx, ts)
-}
-
-// reload refreshes the NPC's running totals after a compaction or masking.
-func (e *Engine) reload(ctx context.Context, ts *turnState) error {
-	c, err := e.deps.Characters.Get(ctx, ts.c.ID)
-	if err != nil {
-		return err
-	}
-	*ts.c = *c
+	ts.c, ts.comp = after, rec
 	return nil
 }
 
@@ -315,18 +302,16 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 				// Compact, rebuild, retry once.
 				ts.recovery = RecoveryCompacted
 				if e.deps.Compactor != nil {
-					rec, cerr := e.deps.Compactor.Compact(ctx, c, sleep.TriggerOverflow, "")
+					rec, after, cerr := e.deps.Compactor.Compact(ctx, ts.c, sleep.TriggerOverflow, "")
 					if cerr != nil {
 						return fmt.Errorf("overflow compaction: %w", cerr)
 					}
 					if rec != nil {
 						ts.comp = rec
 					}
-					if err := e.reload(ctx, ts); err != nil {
-						return err
-					}
+					ts.c = after
 					var err error
-					if ts.live, err = e.liveHistory(ctx, c); err != nil {
+					if ts.live, err = e.liveHistory(ctx, ts.c); err != nil {
 						return err
 					}
 				}
@@ -507,18 +492,23 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 		// The held history tells whether masking has anything to do; most
 		// ticks it has not, and the query is skipped.
 		if before := ts.turn - int64(c.Masking.KeepRecentTurns) + 1; c.Masking.On() && (!current || maskable(ts.live, before, c.Masking.Exempt)) {
-			if masked, _, err = cs.MaskToolResults(ctx, c.ID, before, c.Masking.ExemptTools.V); err != nil {
+			m, err := cs.MaskToolResults(ctx, c.ID, before, c.Masking.ExemptTools.V)
+			if err != nil {
 				return err
 			}
+			masked = m.IDs
 		}
-		if err := cs.UpdateState(ctx, c.ID, map[string]any{
+		st, err := cs.UpdateStateReturning(ctx, c.ID, map[string]any{
 			"tick": ts.tick, "turn": ts.turn, "awaiting": store.NewJSON(ts.awaiting), "resume": false, "game_time": ts.gameTime.UTC(),
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
-		if after, err = cs.Get(ctx, c.ID); err != nil {
-			return err
-		}
+		// The settings as this tick read them (they change only under the
+		// NPC's lock), the state as the commit leaves it.
+		a := *c
+		a.State = st
+		after = &a
 		rec := &character.TickRecord{CharacterID: c.ID, Tick: ts.tick, At: e.deps.Clock.Now().UTC(), GameTime: ts.gameTime.UTC(),
 			ContextTokens: after.ContextTokens(), Window: after.ContextWindow, Utilization: after.Utilization(),
 			PromptTokens: ts.usage.PromptTokens, CompletionTokens: ts.usage.CompletionTokens, LLMCalls: ts.usage.LLMCalls,
@@ -565,7 +555,7 @@ func (e *Engine) notePerceptions(ctx context.Context, cs *character.Store, js *j
 			seen[k] = true
 			// The display name is kept up to date: a renamed actor with
 			// a game id keeps its profile under the new name.
-			if _, err := cs.UpsertProfile(ctx, ts.c.ID, character.ProfileUpdate{Entity: k, Name: ev.Actor, SeenAt: ev.At}); err != nil {
+			if err := cs.NoteSeen(ctx, ts.c.ID, k, ev.Actor, ev.At); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,60 @@
+package journal
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gorm.io/gorm"
+)
+
+// TestSearchReadsShownMessagesOnce checks that a search showing the
+// messages an earlier search showed reads none of them again, and shows
+// them alike; and that a deleted NPC's cached rows go with its index.
+func TestSearchReadsShownMessagesOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "brom", t0)
+	e.say(t, "brom", t0, []string{"alice says: my sword is lost", "bob says: the forge is cold", "alice says: the sword has a red hilt"}, nil)
+	r := e.retriever(t)
+	var reads atomic.Int64
+	count := func(db *gorm.DB) {
+		if strings.Contains(db.Statement.SQL.String(), "FROM `messages` WHERE id IN") {
+			reads.Add(1)
+		}
+	}
+	if err := e.db.Callback().Query().After("gorm:query").Register("count_message_reads", count); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.Callback().Row().After("gorm:row").Register("count_message_reads", count); err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.Search(ctx, "brom", "sword", 5)
+	if err != nil || len(first) == 0 {
+		t.Fatalf("first search: %v, %v", first, err)
+	}
+	if reads.Load() == 0 {
+		t.Fatal("the first search read no message rows; the test counts the wrong statement")
+	}
+	reads.Store(0)
+	again, err := r.Search(ctx, "brom", "sword", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n != 0 {
+		t.Errorf("the second search read message rows %d times, want none", n)
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Errorf("the second search shows otherwise (-first +second):\n%s", diff)
+	}
+	r.Forget("brom")
+	reads.Store(0)
+	if _, err := r.Search(ctx, "brom", "sword", 5); err != nil {
+		t.Fatal(err)
+	}
+	if reads.Load() == 0 {
+		t.Error("after Forget a search read no message rows: the cache outlived the index")
+	}
+}
