@@ -32,6 +32,9 @@ type ScheduleConfig struct {
 	Timeout time.Duration
 	Clock   clockwork.Clock // default: the real clock
 	Log     zerolog.Logger
+	// Locker, when set, makes daemons sharing a database run each NPC's
+	// scheduled sleep once (see SlotLocker).
+	Locker gocron.Locker
 }
 
 // Scheduler runs each NPC's sleep on its cron schedule, one gocron job per
@@ -81,7 +84,11 @@ func NewScheduler(cfg ScheduleConfig, sleeper Sleeper) (*Scheduler, error) {
 	if err := CheckCron(cfg.DefaultCron, cfg.DefaultTimezone, cfg.Clock.Now()); err != nil {
 		return nil, fmt.Errorf("sleep: default schedule: %w", err)
 	}
-	sc.s, err = gocron.NewScheduler(gocron.WithClock(cfg.Clock), gocron.WithLocation(loc), gocron.WithStopTimeout(cfg.Timeout))
+	opts := []gocron.SchedulerOption{gocron.WithClock(cfg.Clock), gocron.WithLocation(loc), gocron.WithStopTimeout(cfg.Timeout)}
+	if cfg.Locker != nil {
+		opts = append(opts, gocron.WithDistributedLocker(cfg.Locker))
+	}
+	sc.s, err = gocron.NewScheduler(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("sleep: scheduler: %w", err)
 	}

@@ -35,6 +35,13 @@ func (e *Engine) Sleep(ctx context.Context, id string) (*sleep.Report, error) {
 		return nil, fmt.Errorf("%w: waiting for the sleep of %q: %v", ErrBusy, id, err)
 	}
 	defer unlock()
+	// The lease is held for the whole sleep, so no other daemon ticks or
+	// sleeps the NPC meanwhile; this process's ticks go on.
+	release, err := e.lease(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	start := e.deps.Clock.Now()
 	rep, err := e.sleep(ctx, id)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/inspect"
 	"github.com/npcd/npcd/journal"
+	"github.com/npcd/npcd/lease"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/store"
@@ -35,6 +36,9 @@ type app struct {
 	compactor *sleep.Compactor
 	scheduler *sleep.Scheduler
 	engine    *tick.Engine
+	// leases gives each NPC one daemon at a time among those sharing the
+	// database; nil for read-only commands.
+	leases *lease.Manager
 	// retriever is the memory search the engine and memory_search use;
 	// scenarios check what an NPC recalls through it.
 	retriever *journal.Retriever
@@ -138,9 +142,21 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	if store.IsSQLite(a.db) {
 		a.metrics.WatchWAL(func() int64 { return walSize(cfg.DB) })
 	}
+	scfg := sleep.ScheduleConfig{DefaultCron: cfg.SleepCron, DefaultTimezone: cfg.SleepTimezone, Clock: clock, Log: a.log}
+	if !opt.readOnly {
+		// Leases and sleep slots live in the database, so daemons sharing
+		// it split the NPCs and sleep each one once per slot. Leases keep
+		// the real clock: they measure this process's time, not the game's.
+		a.leases, err = lease.New(a.db, lease.Config{TTL: cfg.LeaseTTL, Wait: cfg.LeaseWait, Log: a.log,
+			Lost: func(id string) { a.engine.Forget(id) }})
+		if err != nil {
+			return err
+		}
+		scfg.Locker = sleep.NewSlotLocker(a.db, a.leases.Holder(), clock)
+	}
 	// The scheduler calls the engine's Sleep and the engine keeps the
 	// scheduler in step with NPC settings; the closure breaks the cycle.
-	a.scheduler, err = sleep.NewScheduler(sleep.ScheduleConfig{DefaultCron: cfg.SleepCron, DefaultTimezone: cfg.SleepTimezone, Clock: clock, Log: a.log},
+	a.scheduler, err = sleep.NewScheduler(scfg,
 		sleep.SleeperFunc(func(ctx context.Context, id string) (*sleep.Report, error) {
 			start := time.Now()
 			rep, err := a.engine.Sleep(ctx, id)
@@ -157,14 +173,21 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	if opt.tickConfig != nil {
 		opt.tickConfig(&tcfg)
 	}
-	a.engine, err = tick.New(tick.Deps{
+	tdeps := tick.Deps{
 		DB: a.db, Characters: a.chars, Journal: a.journal,
 		Internals: tools.NewInternals(a.retriever, a.chars), Retriever: a.retriever,
 		Remote: remote, Builtin: builtin, Compactor: comp, Clock: clock, Log: a.log,
 		Observer: a.metrics, Owners: []tick.Owner{a.journal, ret, comp}, Scheduler: a.scheduler, Consolidator: cons,
-	}, tcfg)
+	}
+	if a.leases != nil {
+		tdeps.Leases = a.leases
+	}
+	a.engine, err = tick.New(tdeps, tcfg)
 	if err != nil {
 		return err
+	}
+	if a.leases != nil {
+		a.leases.Start()
 	}
 	deps := api.Deps{Engine: a.engine, NPCs: a.chars, Journal: a.journal, Compactions: comp, Metrics: a.metrics,
 		Retriever: a.retriever, Inspector: inspect.New(a.db)}
@@ -259,6 +282,9 @@ func (a *app) close(ctx context.Context) error {
 	}
 	if a.engine != nil {
 		errs = append(errs, a.engine.Close(ctx))
+	}
+	if a.leases != nil { // after the engine: its NPCs go to the other daemons at once
+		errs = append(errs, a.leases.Close(ctx))
 	}
 	if a.retriever != nil && !a.readOnly {
 		errs = append(errs, a.retriever.Flush(ctx)) // recorded memory accesses

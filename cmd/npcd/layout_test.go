@@ -19,6 +19,7 @@ var forbidden = map[string][]string{
 	"llm":           {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "eval", "cmd"},
 	"internal/text": {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
 	"store":         {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "cmd"},
+	"lease":         {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "inspect", "cmd"},
 	"character":     {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
 	"journal":       {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
 	"tools":         {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
