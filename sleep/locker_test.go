@@ -12,14 +12,15 @@ import (
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/internal/testdb"
+	"github.com/npcd/npcd/lease"
 	"github.com/npcd/npcd/sleep"
 )
 
 func TestSlotLockerTakesEachSlotOnce(t *testing.T) {
 	db := testdb.Open(t)
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 23, 3, 0, 0, 20e6, time.UTC))
-	a := sleep.NewSlotLocker(db, "a", clock)
-	b := sleep.NewSlotLocker(db, "b", clock)
+	a := sleep.NewSlotLocker(db, "a", clock, nil)
+	b := sleep.NewSlotLocker(db, "b", clock, nil)
 	ctx := context.Background()
 	job := sleep.JobName("brom")
 	la, err := a.Lock(ctx, job)
@@ -105,7 +106,7 @@ func TestTwoSchedulersSleepEachNPCOncePerSlot(t *testing.T) {
 	var lockers []*countingLocker
 	var scheds []*sleep.Scheduler
 	for _, holder := range []string{"a", "b"} {
-		l := &countingLocker{inner: sleep.NewSlotLocker(db, holder, clock)}
+		l := &countingLocker{inner: sleep.NewSlotLocker(db, holder, clock, nil)}
 		sc, err := sleep.NewScheduler(sleep.ScheduleConfig{Clock: clock, Locker: l}, sleeper)
 		if err != nil {
 			t.Fatal(err)
@@ -167,5 +168,52 @@ func TestTwoSchedulersSleepEachNPCOncePerSlot(t *testing.T) {
 		if len(recorded) != slots {
 			t.Errorf("%s: %d sleep_runs rows, want %d", id, len(recorded), slots)
 		}
+	}
+}
+
+// With NPC leases, the slot goes to the daemon holding the NPC: the other
+// waits for it to take the slot, then leaves it; the holder keeps the NPC
+// until the sleep ends.
+func TestSlotGoesToTheLeaseHolder(t *testing.T) {
+	db := testdb.Open(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	holding := 0
+	holder := func(ctx context.Context, id string) (func(), error) {
+		mu.Lock()
+		holding++
+		mu.Unlock()
+		return func() { mu.Lock(); holding--; mu.Unlock() }, nil
+	}
+	other := func(ctx context.Context, id string) (func(), error) {
+		return nil, &lease.BusyError{NPC: id, RetryAfter: time.Second}
+	}
+	a := sleep.NewSlotLocker(db, "a", nil, other)
+	b := sleep.NewSlotLocker(db, "b", nil, holder)
+	job := sleep.JobName("brom")
+	got := make(chan error, 1)
+	go func() {
+		_, err := a.Lock(ctx, job)
+		got <- err
+	}()
+	lb, err := b.Lock(ctx, job)
+	if err != nil {
+		t.Fatalf("the holder's lock: %v", err)
+	}
+	if err := <-got; !errors.Is(err, sleep.ErrSlotTaken) {
+		t.Fatalf("the other daemon's lock: %v, want ErrSlotTaken", err)
+	}
+	mu.Lock()
+	if holding != 1 {
+		t.Errorf("holds during the sleep = %d, want 1", holding)
+	}
+	mu.Unlock()
+	if err := lb.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if holding != 0 {
+		t.Errorf("holds after the sleep = %d, want 0", holding)
 	}
 }

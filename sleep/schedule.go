@@ -57,7 +57,9 @@ type scheduled struct {
 }
 
 // JobName is the gocron job name of an NPC's sleep.
-func JobName(id string) string { return "npcd-sleep:" + id }
+func JobName(id string) string { return jobPrefix + id }
+
+const jobPrefix = "npcd-sleep:"
 
 // NewScheduler builds a scheduler; call Start to run it and Shutdown to stop.
 func NewScheduler(cfg ScheduleConfig, sleeper Sleeper) (*Scheduler, error) {

@@ -300,6 +300,12 @@ func (e *Engine) lease(ctx context.Context, id string) (release func(), err erro
 	return release, nil
 }
 
+// HoldNPC takes NPC id's lease, when leases are on, until release is
+// called; a scheduled sleep holds it from the moment it takes its slot.
+func (e *Engine) HoldNPC(ctx context.Context, id string) (release func(), err error) {
+	return e.lease(ctx, id)
+}
+
 // Forget drops what the engine and the owners cache of NPC id in memory
 // (its live history, its tools, its search index). The lease manager calls
 // it when another daemon took the NPC.

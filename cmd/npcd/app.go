@@ -152,7 +152,11 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 		if err != nil {
 			return err
 		}
-		scfg.Locker = sleep.NewSlotLocker(a.db, a.leases.Holder(), clock)
+		// A daemon takes a sleep's slot only once it holds the NPC, and the
+		// daemon holding the NPC takes it.
+		scfg.Locker = sleep.NewSlotLocker(a.db, a.leases.Holder(), clock, func(ctx context.Context, id string) (func(), error) {
+			return a.engine.HoldNPC(lease.NoWait(ctx), id)
+		})
 	}
 	// The scheduler calls the engine's Sleep and the engine keeps the
 	// scheduler in step with NPC settings; the closure breaks the cycle.
