@@ -197,6 +197,30 @@ func (sc *Scheduler) Restore(cs []character.Character) error {
 	return errors.Join(errs...)
 }
 
+// Sync brings the schedules in line with cs, the NPCs stored now: it
+// schedules new or changed ones and unschedules those that are gone. A
+// daemon sharing the database with others calls it now and then, since
+// NPCs created, changed or deleted through another daemon reach it only so.
+func (sc *Scheduler) Sync(cs []character.Character) error {
+	err := sc.Restore(cs)
+	present := make(map[string]bool, len(cs))
+	for i := range cs {
+		present[cs[i].ID] = true
+	}
+	sc.mu.Lock()
+	var gone []string
+	for id := range sc.jobs {
+		if !present[id] {
+			gone = append(gone, id)
+		}
+	}
+	sc.mu.Unlock()
+	for _, id := range gone {
+		sc.Unschedule(id)
+	}
+	return err
+}
+
 // NextRun returns when the NPC's next sleep is due.
 func (sc *Scheduler) NextRun(id string) (time.Time, bool) {
 	sc.mu.Lock()

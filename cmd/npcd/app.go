@@ -237,6 +237,28 @@ func (a *app) startSchedules(ctx context.Context) error {
 	return nil
 }
 
+// syncSchedules reloads the sleep schedules from the database every
+// interval until ctx ends, so NPCs created, changed or deleted through
+// another daemon sharing the database are scheduled here too.
+func (a *app) syncSchedules(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cs, err := a.chars.List(ctx)
+		if err == nil {
+			err = a.scheduler.Sync(cs)
+		}
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn().Err(err).Msg("reloading the sleep schedules failed")
+		}
+	}
+}
+
 // keepWALSmall checkpoints and truncates SQLite's write-ahead log every
 // interval until ctx ends. Automatic checkpoints never shrink the file and
 // cannot finish while readers are active, so under steady load it would

@@ -135,6 +135,9 @@ type daemon struct {
 	done   chan error
 	mu     sync.Mutex
 	tail   []string // the last lines of its log
+	// slept counts the "slept" lines of its log (scheduled sleeps that
+	// ended), by NPC.
+	slept map[string]int
 }
 
 // startBinary runs `npcd serve` on a free loopback port over db, with env
@@ -156,24 +159,29 @@ func startBinary(t *testing.T, bin, db string, env ...string) *daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd, client: &http.Client{Timeout: 20 * time.Second}, done: make(chan error, 1)}
+	d := &daemon{cmd: cmd, client: &http.Client{Timeout: 20 * time.Second}, done: make(chan error, 1), slept: map[string]int{}}
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			var rec struct {
+				Message string `json:"message"`
+				Addr    string `json:"addr"`
+				NPC     string `json:"npc"`
+			}
+			parsed := json.Unmarshal([]byte(line), &rec) == nil
 			d.mu.Lock()
 			d.tail = append(d.tail, line)
 			if len(d.tail) > 20 {
 				d.tail = d.tail[1:]
 			}
-			d.mu.Unlock()
-			var rec struct {
-				Message string `json:"message"`
-				Addr    string `json:"addr"`
+			if parsed && rec.Message == "slept" {
+				d.slept[rec.NPC]++
 			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Message == "npcd listening" {
+			d.mu.Unlock()
+			if parsed && rec.Message == "npcd listening" {
 				ready <- rec.Addr
 			}
 		}

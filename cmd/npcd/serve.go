@@ -60,6 +60,10 @@ func startupWarnings(cfg Config) []string {
 	return out
 }
 
+// scheduleSync is how often serve reloads the sleep schedules from the
+// database, for NPCs changed through another daemon.
+const scheduleSync = 30 * time.Second
+
 // serve runs the daemon until ctx ends, then shuts down gracefully: it stops
 // accepting requests, lets in-flight ticks finish, and closes the database.
 // When ready is not nil it receives the bound address once listening.
@@ -106,7 +110,10 @@ func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- strin
 	walDone := make(chan struct{})
 	go func() {
 		defer close(walDone)
+		syncDone := make(chan struct{})
+		go func() { defer close(syncDone); a.syncSchedules(walCtx, scheduleSync) }()
 		a.keepWALSmall(walCtx, cfg.WALCheckpoint)
+		<-syncDone
 	}()
 	stopWAL := func() { cancelWAL(); <-walDone } // before the database closes
 	select {
