@@ -39,6 +39,9 @@ func Migrate(ctx context.Context, db *gorm.DB, migs []Migration) error {
 		// migrate one at a time, on one connection holding an advisory
 		// lock.
 		return db.Connection(func(conn *gorm.DB) error {
+			// A new session, so each statement starts clean on the one
+			// connection (Connection's own shares one statement).
+			conn = conn.Session(&gorm.Session{})
 			if err := conn.Exec("SELECT pg_advisory_lock(?)", migrateLockKey).Error; err != nil {
 				return fmt.Errorf("store: migrate: lock: %w", err)
 			}

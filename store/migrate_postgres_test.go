@@ -11,11 +11,23 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/npcd/npcd/internal/schema"
 	"github.com/npcd/npcd/store"
 )
 
+type duoThing struct {
+	ID      int64
+	OwnerID string `gorm:"size:64;not null"`
+}
+
+type duoOther struct {
+	ID   int64
+	Name string
+}
+
 // Two daemons starting together on a new PostgreSQL database migrate one
-// after the other: both succeed and each step runs once.
+// after the other: both succeed, each step runs once, and npcd's schema
+// applies through the lock's single connection.
 func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
 	base := os.Getenv("NPCD_TEST_POSTGRES")
 	if base == "" {
@@ -47,7 +59,11 @@ func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
 			return err
 		}
 		return tx.Exec("CREATE TABLE duo (id INT PRIMARY KEY)").Error
+	}}, {Component: "duo", Version: 2, Name: "models", Up: func(tx *gorm.DB) error {
+		return tx.AutoMigrate(&duoThing{}, &duoOther{})
 	}}}
+	// npcd's own schema, after the toy steps.
+	migs = append(migs, schema.Migrations()...)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := range errs {
@@ -68,6 +84,15 @@ func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
 		if err != nil {
 			t.Errorf("daemon %d: %v", i, err)
 		}
+	}
+	var versions int64
+	check, err := store.Open(ctx, u.String(), store.Options{Driver: store.DriverPostgres})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(check)
+	if err := check.Raw("SELECT count(*) FROM schema_migrations").Scan(&versions).Error; err != nil || versions != int64(len(migs)) {
+		t.Errorf("schema_migrations holds %d steps (%v), want %d", versions, err, len(migs))
 	}
 	if runs != 1 {
 		t.Errorf("the step ran %d times, want once", runs)

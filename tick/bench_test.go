@@ -3,6 +3,7 @@ package tick
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 )
 
@@ -29,6 +30,26 @@ func BenchmarkTick(b *testing.B) {
 // NPC and its inbox and returns, calling no model and writing nothing.
 func BenchmarkIdleTick(b *testing.B) {
 	env := newEnv(b)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := env.eng.Tick(ctx, "brom")
+		if err != nil || !res.Idle {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkIdleTickLeased is BenchmarkIdleTick with the NPC's lease taken
+// as a daemon sharing its database does: held, so no query is added.
+func BenchmarkIdleTickLeased(b *testing.B) {
+	env, m := leasedEnv(b, filepath.Join(b.TempDir(), "npcd.db"), "bench")
+	m.Start()
+	defer m.Close(context.Background())
 	ctx := context.Background()
 	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
 		b.Fatal(err)

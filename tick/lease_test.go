@@ -12,7 +12,7 @@ import (
 
 // leasedEnv is one daemon's engine over the database at path, with its own
 // lease manager.
-func leasedEnv(t *testing.T, path, holder string) (*testEnv, *lease.Manager) {
+func leasedEnv(t testing.TB, path, holder string) (*testEnv, *lease.Manager) {
 	t.Helper()
 	var m *lease.Manager
 	env := openEnvDeps(t, path, nil, 0, func(d *Deps) {

@@ -109,7 +109,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 // buildDaemon builds npcd into the test's temporary directory, without the
 // race detector whatever the test runs with: it is the process under test,
 // not the code.
-func buildDaemon(t *testing.T) string {
+func buildDaemon(t testing.TB) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -142,7 +142,7 @@ type daemon struct {
 
 // startBinary runs `npcd serve` on a free loopback port over db, with env
 // (KEY=value) added to its environment, and waits until it listens.
-func startBinary(t *testing.T, bin, db string, env ...string) *daemon {
+func startBinary(t testing.TB, bin, db string, env ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "info")
 	for _, kv := range os.Environ() {
@@ -205,7 +205,7 @@ func (d *daemon) logTail() string {
 }
 
 // kill SIGKILLs the daemon and waits for it to be gone.
-func (d *daemon) kill(t *testing.T) {
+func (d *daemon) kill(t testing.TB) {
 	t.Helper()
 	if err := d.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func (d *daemon) kill(t *testing.T) {
 }
 
 // stop asks the daemon to shut down gracefully and waits.
-func (d *daemon) stop(t *testing.T) {
+func (d *daemon) stop(t testing.TB) {
 	t.Helper()
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func (d *daemon) do(ctx context.Context, method, path, body string, out any) (in
 
 // call is do for the test's own requests, made while nothing kills the
 // daemon: a transport error fails the test.
-func (d *daemon) call(t *testing.T, method, path, body string, out any) int {
+func (d *daemon) call(t testing.TB, method, path, body string, out any) int {
 	t.Helper()
 	code, err := d.do(context.Background(), method, path, body, out)
 	if err != nil {
@@ -269,7 +269,7 @@ func (d *daemon) call(t *testing.T, method, path, body string, out any) int {
 // ticks compact often.
 const npcBody = `{"name": "Brom", "persona": "You are Brom, the gruff village blacksmith of Oakvale.", "context_window": 4096, "max_output_tokens": 256}`
 
-func (d *daemon) put(t *testing.T, id string) {
+func (d *daemon) put(t testing.TB, id string) {
 	t.Helper()
 	if code := d.call(t, "PUT", "/v1/npcs/"+id, npcBody, nil); code != 200 && code != 201 {
 		t.Fatalf("PUT %s = %d", id, code)

@@ -28,7 +28,7 @@ const postgresEnv = "NPCD_TEST_POSTGRES"
 // freshPostgres creates an empty database on the server named by
 // NPCD_TEST_POSTGRES and returns its DSN and a connection to it; the test
 // skips when the variable is unset.
-func freshPostgres(t *testing.T) (string, *gorm.DB) {
+func freshPostgres(t testing.TB) (string, *gorm.DB) {
 	t.Helper()
 	base := os.Getenv(postgresEnv)
 	if base == "" {
