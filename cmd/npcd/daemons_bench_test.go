@@ -33,13 +33,15 @@ func BenchmarkDaemons(b *testing.B) {
 				env = append(env, "NPCD_DB_DRIVER=postgres")
 			}
 			env = append(env, "NPCD_MAX_CONCURRENT_CALLS=32")
-			ds := []*daemon{startBinary(b, bin, db, env...)}
-			const npcs = 100
-			for i := 0; i < npcs; i++ {
-				ds[0].put(b, fmt.Sprintf("npc-%d", i))
-			}
+			var ds []*daemon
 			for len(ds) < c.daemons {
 				ds = append(ds, startBinary(b, bin, db, env...))
+			}
+			// Each NPC is created through the daemon that serves it, which
+			// then holds its lease.
+			const npcs = 100
+			for i := 0; i < npcs; i++ {
+				ds[i%len(ds)].put(b, fmt.Sprintf("npc-%d", i))
 			}
 			for _, d := range ds {
 				d.client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
