@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,7 +40,9 @@ type Config struct {
 	// Wait bounds how long Hold waits for a lease another daemon holds
 	// before it answers *BusyError; default 2s.
 	Wait time.Duration
-	// Holder names this process in the table; default host/pid/random.
+	// Holder names this process in the table; default
+	// host/pid/pid-namespace/random, which lets a daemon restarted on the
+	// same host take the leases of its former self at once.
 	Holder string
 	Clock  clockwork.Clock // default: the real clock
 	Log    zerolog.Logger
@@ -64,10 +68,7 @@ func (c *Config) applyDefaults() error {
 		c.Clock = clockwork.NewRealClock()
 	}
 	if c.Holder == "" {
-		host, _ := os.Hostname()
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		c.Holder = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+		c.Holder = defaultHolder()
 	}
 	switch {
 	case c.TTL < 100*time.Millisecond:
@@ -82,6 +83,36 @@ func (c *Config) applyDefaults() error {
 		return errors.New("lease: Holder is longer than 128 bytes")
 	}
 	return nil
+}
+
+// defaultHolder names this process: host/pid/pid namespace/random.
+func defaultHolder() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	ns := pidNamespace()
+	if ns == "" {
+		ns = "-"
+	}
+	return fmt.Sprintf("%s/%d/%s/%s", host, os.Getpid(), ns, hex.EncodeToString(b[:]))
+}
+
+// holderGone reports whether holder names a process of this host and PID
+// namespace that no longer runs: a daemon that died (a restart after a
+// crash finds its former self there). Its leases need not be waited for.
+// Holders of other hosts, or that this process cannot place, are never
+// judged gone: their leases expire.
+func holderGone(holder string) bool {
+	f := strings.Split(holder, "/")
+	if len(f) != 4 || f[2] == "-" {
+		return false
+	}
+	host, _ := os.Hostname()
+	pid, err := strconv.Atoi(f[1])
+	if err != nil || f[0] != host || f[2] != pidNamespace() || pid == os.Getpid() || pid <= 0 {
+		return false
+	}
+	return processGone(pid)
 }
 
 // BusyError is a lease another daemon holds: the NPC is theirs for now.
@@ -168,6 +199,7 @@ func (m *Manager) Hold(ctx context.Context, id string) (release func(), fresh bo
 	}
 	deadline := now.Add(wait)
 	pause := 20 * time.Millisecond
+	reaped := false
 	for {
 		start := m.cfg.Clock.Now()
 		epoch, ok, err := m.acquire(ctx, id, start)
@@ -186,6 +218,14 @@ func (m *Manager) Hold(ctx context.Context, id string) (release func(), fresh bo
 			h.uses++
 			m.mu.Unlock()
 			return m.releaser(id, h), fresh, nil
+		}
+		if !reaped {
+			reaped = true
+			if gone, err := m.reap(ctx, id); err != nil {
+				return nil, false, err
+			} else if gone {
+				continue
+			}
 		}
 		left := deadline.Sub(m.cfg.Clock.Now())
 		if left <= 0 {
@@ -232,6 +272,23 @@ RETURNING epoch`, id, m.cfg.Holder, ms(now.Add(m.cfg.TTL)), newEpoch(), ms(now))
 		return 0, false, nil
 	}
 	return epochs[0], true, nil
+}
+
+// reap releases every lease of NPC id's holder when that holder is a
+// process of this host that died, and reports whether it did.
+func (m *Manager) reap(ctx context.Context, id string) (bool, error) {
+	var holders []string
+	if err := m.db.WithContext(ctx).Raw(`SELECT holder FROM npc_leases WHERE npc_id = ?`, id).Scan(&holders).Error; err != nil {
+		return false, fmt.Errorf("lease: read npc %q: %w", id, err)
+	}
+	if len(holders) != 1 || !holderGone(holders[0]) {
+		return false, nil
+	}
+	if err := m.db.WithContext(ctx).Exec(`UPDATE npc_leases SET expires_at = 0 WHERE holder = ?`, holders[0]).Error; err != nil {
+		return false, fmt.Errorf("lease: release the leases of %s: %w", holders[0], err)
+	}
+	m.cfg.Log.Info().Str("holder", holders[0]).Msg("released the leases of a daemon of this host that is gone")
+	return true, nil
 }
 
 // busy builds the error for a lease another daemon holds.
