@@ -16,6 +16,7 @@ import (
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/inspect"
 	"github.com/npcd/npcd/journal"
+	"github.com/npcd/npcd/lease"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tick"
@@ -35,6 +36,7 @@ const (
 	CodeInvalidSchema    = "invalid_schema"
 	CodeInvalidValue     = "invalid_value"
 	CodeTooBusy          = "too_busy"
+	CodeNPCBusy          = "npc_busy"
 	CodeInternal         = "internal"
 	CodeModelError       = "model_error"
 	CodeModelUnavailable = "model_unavailable"
@@ -109,6 +111,7 @@ func classify(err error, npc string) problem {
 		le  *llm.Error
 		nfe *inspect.NotFoundError
 		tnf *tick.NotFoundError
+		lbe *lease.BusyError
 	)
 	switch {
 	case errors.As(err, &re):
@@ -147,6 +150,9 @@ func classify(err error, npc string) problem {
 		return problem{status: http.StatusNotFound, code: CodeNotFound, message: fmt.Sprintf("npc %q does not exist", npc)}
 	case errors.Is(err, character.ErrNotFound), errors.Is(err, journal.ErrNotFound), errors.Is(err, sleep.ErrNotFound):
 		return problem{status: http.StatusNotFound, code: CodeNotFound, message: "not found"}
+	case errors.As(err, &lbe):
+		return problem{status: http.StatusConflict, code: CodeNPCBusy, retryAfter: lbe.RetryAfter,
+			message: fmt.Sprintf("npc %q is being served by another npcd daemon; retry, or send its requests to that daemon", lbe.NPC)}
 	case errors.Is(err, character.ErrInboxFull):
 		return problem{status: http.StatusTooManyRequests, code: CodeTooBusy, retryAfter: retryInbox,
 			message: fmt.Sprintf("npc %q has too many pending events; tick it, then retry", npc)}

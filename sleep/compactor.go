@@ -77,7 +77,7 @@ func Migrations() []store.Migration {
 	return []store.Migration{{
 		Component: "sleep", Version: 1, Name: "compactions",
 		Up: func(tx *gorm.DB) error { return tx.AutoMigrate(&Record{}) },
-	}}
+	}, runsMigration}
 }
 
 func (c *Compactor) modelFor(ch *character.Character) llm.Chatter {

@@ -1,7 +1,9 @@
 // Package sleep owns what happens while an NPC rests: compaction (cut at a
 // turn boundary, mask, summarize into a [CONTEXT SUMMARY], archive — never
 // delete), consolidation of the journal into long-term memories, and the
-// gocron schedule that runs a sleep per NPC on the game's clock.
+// gocron schedule that runs a sleep per NPC on the game's clock, with a
+// database-backed locker (SlotLocker) so that daemons sharing a database
+// run each scheduled sleep once.
 //
 // Runner tells a sleep top to bottom: skipped when nothing changed,
 // consolidation, compaction past the sleep threshold (planned and committed

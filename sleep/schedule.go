@@ -36,6 +36,9 @@ type ScheduleConfig struct {
 	// with its wall time (metrics, a scenario's game clock). It must not
 	// block.
 	Done func(id string, took time.Duration, rep *Report, err error)
+	// Locker, when set, makes daemons sharing a database run each NPC's
+	// scheduled sleep once (see SlotLocker).
+	Locker gocron.Locker
 }
 
 // Scheduler runs each NPC's sleep on its cron schedule, one gocron job per
@@ -58,7 +61,9 @@ type scheduled struct {
 }
 
 // JobName is the gocron job name of an NPC's sleep.
-func JobName(id string) string { return "npcd-sleep:" + id }
+func JobName(id string) string { return jobPrefix + id }
+
+const jobPrefix = "npcd-sleep:"
 
 // NewScheduler builds a scheduler; call Start to run it and Shutdown to stop.
 func NewScheduler(cfg ScheduleConfig, sleeper Sleeper) (*Scheduler, error) {
@@ -85,7 +90,11 @@ func NewScheduler(cfg ScheduleConfig, sleeper Sleeper) (*Scheduler, error) {
 	if err := CheckCron(cfg.DefaultCron, cfg.DefaultTimezone, cfg.Clock.Now()); err != nil {
 		return nil, fmt.Errorf("sleep: default schedule: %w", err)
 	}
-	sc.s, err = gocron.NewScheduler(gocron.WithClock(cfg.Clock), gocron.WithLocation(loc), gocron.WithStopTimeout(cfg.Timeout))
+	opts := []gocron.SchedulerOption{gocron.WithClock(cfg.Clock), gocron.WithLocation(loc), gocron.WithStopTimeout(cfg.Timeout)}
+	if cfg.Locker != nil {
+		opts = append(opts, gocron.WithDistributedLocker(cfg.Locker))
+	}
+	sc.s, err = gocron.NewScheduler(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("sleep: scheduler: %w", err)
 	}
@@ -190,6 +199,30 @@ func (sc *Scheduler) Restore(cs []character.Character) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Sync brings the schedules in line with cs, the NPCs stored now: it
+// schedules new or changed ones and unschedules those that are gone. A
+// daemon sharing the database with others calls it now and then, since
+// NPCs created, changed or deleted through another daemon reach it only so.
+func (sc *Scheduler) Sync(cs []character.Character) error {
+	err := sc.Restore(cs)
+	present := make(map[string]bool, len(cs))
+	for i := range cs {
+		present[cs[i].ID] = true
+	}
+	sc.mu.Lock()
+	var gone []string
+	for id := range sc.jobs {
+		if !present[id] {
+			gone = append(gone, id)
+		}
+	}
+	sc.mu.Unlock()
+	for _, id := range gone {
+		sc.Unschedule(id)
+	}
+	return err
 }
 
 // NextRun returns when the NPC's next sleep is due.

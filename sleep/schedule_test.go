@@ -233,3 +233,27 @@ func TestCheckCron(t *testing.T) {
 		}
 	}
 }
+
+// Sync schedules the NPCs it is given and unschedules the others.
+func TestSyncFollowsTheStoredNPCs(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	sc, err := NewScheduler(ScheduleConfig{Clock: clock}, newCountingSleeper(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Shutdown()
+	if err := sc.Sync([]character.Character{*npcWith("anna", "", ""), *npcWith("bert", "0 22 * * *", "UTC")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Sync([]character.Character{*npcWith("bert", "0 23 * * *", "UTC"), *npcWith("cara", "", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sc.NextRun("anna"); ok || sc.Len() != 2 {
+		t.Fatalf("after the second sync: anna scheduled %v, %d jobs; want anna gone and 2 jobs", ok, sc.Len())
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if got := sc.jobs["bert"].crontab; got != "CRON_TZ=UTC 0 23 * * *" {
+		t.Errorf("bert's schedule = %q, want the changed one", got)
+	}
+}

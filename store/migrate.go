@@ -58,6 +58,28 @@ func (schemaMigration) TableName() string { return "schema_migrations" }
 // with ErrSchemaNewer, so an old binary never writes to a newer schema.
 func Migrate(ctx context.Context, db *gorm.DB, migs []Migration) error {
 	db = db.WithContext(ctx)
+	if !IsSQLite(db) {
+		// Daemons sharing a PostgreSQL database may start together: they
+		// migrate one at a time, on one connection holding an advisory
+		// lock.
+		return db.Connection(func(conn *gorm.DB) error {
+			// A new session, so each statement starts clean on the one
+			// connection (Connection's own shares one statement).
+			conn = conn.Session(&gorm.Session{})
+			if err := conn.Exec("SELECT pg_advisory_lock(?)", migrateLockKey).Error; err != nil {
+				return fmt.Errorf("store: migrate: lock: %w", err)
+			}
+			defer conn.Exec("SELECT pg_advisory_unlock(?)", migrateLockKey)
+			return migrate(conn, migs)
+		})
+	}
+	return migrate(db, migs)
+}
+
+// migrateLockKey is the advisory lock migrations take on PostgreSQL.
+const migrateLockKey = 0x6e706364 // "npcd"
+
+func migrate(db *gorm.DB, migs []Migration) error {
 	if err := db.AutoMigrate(&schemaMigration{}); err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}

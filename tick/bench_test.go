@@ -3,6 +3,7 @@ package tick
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 )
 
@@ -75,5 +76,25 @@ func BenchmarkTickMany(b *testing.B) {
 	b.ResetTimer()
 	for r := 0; r*npcs < b.N; r++ {
 		round(r)
+	}
+}
+
+// BenchmarkIdleTickLeased is BenchmarkIdleTick with the NPC's lease taken
+// as a daemon sharing its database does: held, so no query is added.
+func BenchmarkIdleTickLeased(b *testing.B) {
+	env, m := leasedEnv(b, filepath.Join(b.TempDir(), "npcd.db"), "bench")
+	m.Start()
+	defer m.Close(context.Background())
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := env.eng.Tick(ctx, "brom")
+		if err != nil || !res.Idle {
+			b.Fatal(res, err)
+		}
 	}
 }

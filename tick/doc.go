@@ -1,6 +1,7 @@
 // Package tick is the engine that runs NPCs: it takes in what an NPC
 // perceives (events, tool results posted by the game), serializes the ticks
-// of each NPC while running different NPCs in parallel, keeps the context
+// of each NPC while running different NPCs in parallel (across daemons
+// sharing a database too, under each NPC's lease), keeps the context
 // within budget (masking and emergency compaction), assembles the prompt,
 // runs the model's step loop with tools, recovers from context overflow, and
 // commits each turn in one transaction, with the answer the game gets: a
@@ -10,5 +11,5 @@
 // (autotick.go), under the same per-NPC lock as every other tick.
 //
 // It must not import api or cmd. The API and cmd/npcd call it; it calls
-// character, journal, tools, sleep and llm.
+// character, journal, tools, sleep, lease and llm.
 package tick

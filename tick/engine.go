@@ -177,6 +177,9 @@ type Deps struct {
 	// Sleeper runs Sleep (a sleep.Runner); default a runner over Locks
 	// that neither consolidates nor compacts.
 	Sleeper sleep.Sleeper
+	// Leases gives each NPC one owner across daemons sharing the database;
+	// optional (nil: this engine owns every NPC).
+	Leases Leaser
 	// Owners delete their rows of an NPC when it is deleted.
 	Owners   []Owner
 	Clock    clockwork.Clock // default: the real clock
@@ -275,7 +278,18 @@ func (e *Engine) begin() error {
 	return nil
 }
 
-// withNPC runs fn holding NPC id's lock.
+// Leaser gives each NPC one owner at a time across daemons sharing a
+// database (*lease.Manager implements it).
+type Leaser interface {
+	// Hold takes NPC id's lease for one operation and returns the function
+	// that ends it. fresh reports that what this process caches of the NPC
+	// may be stale: it did not hold the lease before, or another daemon
+	// held it since. A lease another daemon holds is waited for, bounded,
+	// then refused with an error the API answers 409 npc_busy.
+	Hold(ctx context.Context, id string) (release func(), fresh bool, err error)
+}
+
+// withNPC runs fn holding NPC id's lock and its lease.
 func (e *Engine) withNPC(ctx context.Context, id string, fn func(ctx context.Context) error) error {
 	if err := e.begin(); err != nil {
 		return err
@@ -286,7 +300,47 @@ func (e *Engine) withNPC(ctx context.Context, id string, fn func(ctx context.Con
 		return err
 	}
 	defer unlock()
+	release, err := e.lease(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return fn(ctx)
+}
+
+// lease takes NPC id's lease, when leases are on, and forgets what is
+// cached of the NPC when another daemon may have changed it.
+func (e *Engine) lease(ctx context.Context, id string) (release func(), err error) {
+	if e.deps.Leases == nil {
+		return func() {}, nil
+	}
+	release, fresh, err := e.deps.Leases.Hold(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		e.Forget(id)
+	}
+	return release, nil
+}
+
+// HoldNPC takes NPC id's lease, when leases are on, until release is
+// called; a scheduled sleep holds it from the moment it takes its slot.
+func (e *Engine) HoldNPC(ctx context.Context, id string) (release func(), err error) {
+	return e.lease(ctx, id)
+}
+
+// Forget drops what the engine and the owners cache of NPC id in memory
+// (its live history, its tools, its search index). The lease manager calls
+// it when another daemon took the NPC.
+func (e *Engine) Forget(id string) {
+	e.history.drop(id)
+	e.toolsets.Delete(id)
+	for _, o := range e.deps.Owners {
+		if f, ok := o.(Forgetter); ok {
+			f.Forget(id)
+		}
+	}
 }
 
 // WithNPCLock runs fn holding NPC id's lock, so work outside the engine

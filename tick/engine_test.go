@@ -34,6 +34,13 @@ func openEnv(t testing.TB, path string, model llm.Chatter) *testEnv {
 
 func openEnvWith(t testing.TB, path string, model llm.Chatter, summaryTimeout time.Duration) *testEnv {
 	t.Helper()
+	return openEnvDeps(t, path, model, summaryTimeout, nil)
+}
+
+// openEnvDeps is openEnvWith where adjust, if set, changes the engine's
+// dependencies before it is built.
+func openEnvDeps(t testing.TB, path string, model llm.Chatter, summaryTimeout time.Duration, adjust func(*Deps)) *testEnv {
+	t.Helper()
 	db := testdb.OpenAt(t, path)
 	chars := character.NewStore(db)
 	jour := journal.NewStore(db)
@@ -59,6 +66,9 @@ func openEnvWith(t testing.TB, path string, model llm.Chatter, summaryTimeout ti
 		Builtin: builtin, Owners: []Owner{jour, ret, comp}, Compactor: comp, Locks: locks, Sleeper: sleeps}
 	if model != nil {
 		deps.Remote = model
+	}
+	if adjust != nil {
+		adjust(&deps)
 	}
 	eng, err := New(deps, Config{})
 	if err != nil {

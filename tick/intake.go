@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/lease"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"
 )
@@ -342,6 +343,9 @@ func (e *Engine) TickManyWithKeys(ctx context.Context, ids []string, keys map[st
 		if ids, err = e.deps.Characters.NPCsWithPending(ctx); err != nil {
 			return nil, nil, err
 		}
+		// NPCs another daemon holds are that daemon's to tick: they are
+		// reported busy at once rather than waited for.
+		ctx = lease.NoWait(ctx)
 	}
 	results := make([]*Result, len(ids))
 	errs := make([]error, len(ids))

@@ -15,5 +15,12 @@ func (e *Engine) Sleep(ctx context.Context, id string) (*sleep.Report, error) {
 		return nil, err
 	}
 	defer e.inflight.Done()
+	// The lease is held for the whole sleep, so no other daemon ticks or
+	// sleeps the NPC meanwhile; this process's ticks go on.
+	release, err := e.lease(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return e.deps.Sleeper.Sleep(ctx, id)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/npcd/npcd/inspect"
 	"github.com/npcd/npcd/internal/schema"
 	"github.com/npcd/npcd/journal"
+	"github.com/npcd/npcd/lease"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/store"
@@ -35,6 +36,9 @@ type app struct {
 	compactor *sleep.Compactor
 	scheduler *sleep.Scheduler
 	engine    *tick.Engine
+	// leases gives each NPC one daemon at a time among those sharing the
+	// database; nil for read-only commands.
+	leases *lease.Manager
 	// retriever is the memory search the engine and memory_search use;
 	// scenarios check what an NPC recalls through it.
 	retriever *journal.Retriever
@@ -146,13 +150,29 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	if err != nil {
 		return err
 	}
-	a.scheduler, err = sleep.NewScheduler(sleep.ScheduleConfig{DefaultCron: cfg.SleepCron, DefaultTimezone: cfg.SleepTimezone, Clock: clock, Log: a.log,
+	scfg := sleep.ScheduleConfig{DefaultCron: cfg.SleepCron, DefaultTimezone: cfg.SleepTimezone, Clock: clock, Log: a.log,
 		Done: func(id string, took time.Duration, rep *sleep.Report, err error) {
 			a.metrics.SleepDone(took, rep, err)
 			if opt.slept != nil {
 				opt.slept(id, rep, err)
 			}
-		}}, sleeps)
+		}}
+	if !opt.readOnly {
+		// Leases and sleep slots live in the database, so daemons sharing
+		// it split the NPCs and sleep each one once per slot. Leases keep
+		// the real clock: they measure this process's time, not the game's.
+		a.leases, err = lease.New(a.db, lease.Config{TTL: cfg.LeaseTTL, Wait: cfg.LeaseWait, Log: a.log,
+			Lost: func(id string) { a.engine.Forget(id) }})
+		if err != nil {
+			return err
+		}
+		// A daemon takes a sleep's slot only once it holds the NPC, and
+		// keeps the NPC until the sleep ends.
+		scfg.Locker = sleep.NewSlotLocker(a.db, a.leases.Holder(), clock, func(ctx context.Context, id string) (func(), error) {
+			return a.engine.HoldNPC(lease.NoWait(ctx), id)
+		})
+	}
+	a.scheduler, err = sleep.NewScheduler(scfg, sleeps)
 	if err != nil {
 		return err
 	}
@@ -160,14 +180,21 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	if opt.tickConfig != nil {
 		opt.tickConfig(&tcfg)
 	}
-	a.engine, err = tick.New(tick.Deps{
+	tdeps := tick.Deps{
 		DB: a.db, Characters: a.chars, Journal: a.journal,
 		Internals: tools.NewInternals(a.retriever, a.chars), Retriever: a.retriever,
 		Remote: remote, Builtin: builtin, Compactor: comp, Clock: clock, Log: a.log,
 		Observer: a.metrics, Owners: []tick.Owner{a.journal, ret, comp}, Scheduler: a.scheduler, Locks: locks, Sleeper: sleeps,
-	}, tcfg)
+	}
+	if a.leases != nil {
+		tdeps.Leases = a.leases
+	}
+	a.engine, err = tick.New(tdeps, tcfg)
 	if err != nil {
 		return err
+	}
+	if a.leases != nil {
+		a.leases.Start()
 	}
 	deps := api.Deps{Engine: a.engine, NPCs: a.chars, Journal: a.journal, Compactions: comp, Metrics: a.metrics,
 		Retriever: a.retriever, Inspector: inspect.New(a.db)}
@@ -211,6 +238,28 @@ func (a *app) startSchedules(ctx context.Context) error {
 	}
 	a.scheduler.Start()
 	return nil
+}
+
+// syncSchedules reloads the sleep schedules from the database every
+// interval until ctx ends, so NPCs created, changed or deleted through
+// another daemon sharing the database are scheduled here too.
+func (a *app) syncSchedules(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cs, err := a.chars.List(ctx)
+		if err == nil {
+			err = a.scheduler.Sync(cs)
+		}
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn().Err(err).Msg("reloading the sleep schedules failed")
+		}
+	}
 }
 
 // keepWALSmall checkpoints and truncates SQLite's write-ahead log every
@@ -262,6 +311,9 @@ func (a *app) close(ctx context.Context) error {
 	}
 	if a.engine != nil {
 		errs = append(errs, a.engine.Close(ctx))
+	}
+	if a.leases != nil { // after the engine: its NPCs go to the other daemons at once
+		errs = append(errs, a.leases.Close(ctx))
 	}
 	if a.retriever != nil && !a.readOnly {
 		errs = append(errs, a.retriever.Flush(ctx)) // recorded memory accesses

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npcd/npcd/api"
 	"github.com/npcd/npcd/internal/version"
@@ -212,15 +213,21 @@ func TestLogFormats(t *testing.T) {
 	}
 }
 
-func TestStartupWarnsOfOneDaemonOnPostgres(t *testing.T) {
+// Several daemons may share a PostgreSQL database: nothing to warn of,
+// but a lease so short that a stall loses it.
+func TestStartupWarnings(t *testing.T) {
 	t.Parallel()
 	c := defaultConfig()
 	if w := startupWarnings(c); len(w) != 0 {
 		t.Errorf("SQLite: warnings %q, want none", w)
 	}
 	c.DBDriver = "postgres"
-	if w := startupWarnings(c); len(w) != 1 || !strings.Contains(w[0], "one npcd daemon per database") {
-		t.Errorf("PostgreSQL: warnings %q, want one about running one daemon", w)
+	if w := startupWarnings(c); len(w) != 0 {
+		t.Errorf("PostgreSQL: warnings %q, want none", w)
+	}
+	c.LeaseTTL = 2 * time.Second
+	if w := startupWarnings(c); len(w) != 1 || !strings.Contains(w[0], "NPCD_LEASE_TTL") {
+		t.Errorf("PostgreSQL with a 2s lease: warnings %q, want one about the lease", w)
 	}
 }
 

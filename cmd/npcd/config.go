@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/lease"
 	"github.com/npcd/npcd/store"
 )
 
@@ -69,6 +70,13 @@ type Config struct {
 	// WALCheckpoint is how often the daemon checkpoints and truncates
 	// SQLite's write-ahead log (NPCD_WAL_CHECKPOINT); default 1m.
 	WALCheckpoint time.Duration
+	// LeaseTTL is how long an NPC's lease lasts unless renewed: how long
+	// the NPCs of a daemon that died wait for another daemon sharing the
+	// database (NPCD_LEASE_TTL); default 15s, renewed every third of it.
+	LeaseTTL time.Duration
+	// LeaseWait bounds how long a request waits for an NPC another daemon
+	// holds before it answers 409 npc_busy (NPCD_LEASE_WAIT); default 2s.
+	LeaseWait time.Duration
 }
 
 // defaultConfig returns the embedded defaults.
@@ -78,6 +86,7 @@ func defaultConfig() Config {
 		LLMTimeout: 60 * time.Second, MaxConcurrentCalls: 8, TickTimeout: 2 * time.Minute,
 		MaxBodyBytes: 1 << 20, SleepCron: "0 3 * * *", SleepTimezone: "UTC", ShutdownTimeout: 30 * time.Second,
 		LogLevel: "info", LogFormat: "json", IndexCacheMB: 128, WALCheckpoint: time.Minute,
+		LeaseTTL: lease.DefaultTTL, LeaseWait: lease.DefaultWait,
 	}
 }
 
@@ -143,6 +152,8 @@ var envVars = []envVar{
 		return nil
 	}},
 	{"NPCD_WAL_CHECKPOINT", "", "how often SQLite's write-ahead log is checkpointed and truncated", setDur(func(c *Config) *time.Duration { return &c.WALCheckpoint })},
+	{"NPCD_LEASE_TTL", "", "how long an NPC's lease outlives a daemon that died (daemons sharing a database)", setDur(func(c *Config) *time.Duration { return &c.LeaseTTL })},
+	{"NPCD_LEASE_WAIT", "", "how long a request waits for an NPC another daemon holds before 409 npc_busy", setDur(func(c *Config) *time.Duration { return &c.LeaseWait })},
 }
 
 func setStr(field func(*Config) *string) func(*Config, string) error {
@@ -225,6 +236,10 @@ func (c *Config) Validate() error {
 		return errors.New("index-cache-mb (NPCD_INDEX_CACHE_MB): must be between 1 and 1048576")
 	case c.WALCheckpoint < time.Second:
 		return errors.New("wal-checkpoint (NPCD_WAL_CHECKPOINT): must be at least 1s")
+	case c.LeaseTTL < time.Second || c.LeaseTTL > time.Hour:
+		return errors.New("lease-ttl (NPCD_LEASE_TTL): must be between 1s and 1h")
+	case c.LeaseWait < 0 || c.LeaseWait > time.Minute:
+		return errors.New("lease-wait (NPCD_LEASE_WAIT): must be between 0s and 1m")
 	}
 	if _, err := zerolog.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
 		return fmt.Errorf("log-level: %q is not debug, info, warn or error", c.LogLevel)

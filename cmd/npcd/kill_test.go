@@ -109,7 +109,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 // buildDaemon builds npcd into the test's temporary directory, without the
 // race detector whatever the test runs with: it is the process under test,
 // not the code.
-func buildDaemon(t *testing.T) string {
+func buildDaemon(t testing.TB) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -135,11 +135,14 @@ type daemon struct {
 	done   chan error
 	mu     sync.Mutex
 	tail   []string // the last lines of its log
+	// slept counts the "slept" lines of its log (scheduled sleeps that
+	// ended), by NPC.
+	slept map[string]int
 }
 
 // startBinary runs `npcd serve` on a free loopback port over db, with env
 // (KEY=value) added to its environment, and waits until it listens.
-func startBinary(t *testing.T, bin, db string, env ...string) *daemon {
+func startBinary(t testing.TB, bin, db string, env ...string) *daemon {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--log-level", "info")
 	for _, kv := range os.Environ() {
@@ -156,24 +159,29 @@ func startBinary(t *testing.T, bin, db string, env ...string) *daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd, client: &http.Client{Timeout: 20 * time.Second}, done: make(chan error, 1)}
+	d := &daemon{cmd: cmd, client: &http.Client{Timeout: 20 * time.Second}, done: make(chan error, 1), slept: map[string]int{}}
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			var rec struct {
+				Message string `json:"message"`
+				Addr    string `json:"addr"`
+				NPC     string `json:"npc"`
+			}
+			parsed := json.Unmarshal([]byte(line), &rec) == nil
 			d.mu.Lock()
 			d.tail = append(d.tail, line)
 			if len(d.tail) > 20 {
 				d.tail = d.tail[1:]
 			}
-			d.mu.Unlock()
-			var rec struct {
-				Message string `json:"message"`
-				Addr    string `json:"addr"`
+			if parsed && rec.Message == "slept" {
+				d.slept[rec.NPC]++
 			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Message == "npcd listening" {
+			d.mu.Unlock()
+			if parsed && rec.Message == "npcd listening" {
 				ready <- rec.Addr
 			}
 		}
@@ -197,7 +205,7 @@ func (d *daemon) logTail() string {
 }
 
 // kill SIGKILLs the daemon and waits for it to be gone.
-func (d *daemon) kill(t *testing.T) {
+func (d *daemon) kill(t testing.TB) {
 	t.Helper()
 	if err := d.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -206,7 +214,7 @@ func (d *daemon) kill(t *testing.T) {
 }
 
 // stop asks the daemon to shut down gracefully and waits.
-func (d *daemon) stop(t *testing.T) {
+func (d *daemon) stop(t testing.TB) {
 	t.Helper()
 	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -248,7 +256,7 @@ func (d *daemon) do(ctx context.Context, method, path, body string, out any) (in
 
 // call is do for the test's own requests, made while nothing kills the
 // daemon: a transport error fails the test.
-func (d *daemon) call(t *testing.T, method, path, body string, out any) int {
+func (d *daemon) call(t testing.TB, method, path, body string, out any) int {
 	t.Helper()
 	code, err := d.do(context.Background(), method, path, body, out)
 	if err != nil {
@@ -261,7 +269,7 @@ func (d *daemon) call(t *testing.T, method, path, body string, out any) int {
 // ticks compact often.
 const npcBody = `{"name": "Brom", "persona": "You are Brom, the gruff village blacksmith of Oakvale.", "context_window": 4096, "max_output_tokens": 256}`
 
-func (d *daemon) put(t *testing.T, id string) {
+func (d *daemon) put(t testing.TB, id string) {
 	t.Helper()
 	if code := d.call(t, "PUT", "/v1/npcs/"+id, npcBody, nil); code != 200 && code != 201 {
 		t.Fatalf("PUT %s = %d", id, code)

@@ -20,6 +20,7 @@ var forbidden = map[string][]string{
 	"internal/text":    {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
 	"internal/keylock": {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
 	"store":            {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "cmd"},
+	"lease":            {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "inspect", "bench", "aihistory", "cmd"},
 	"character":        {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
 	"journal":          {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
 	"tools":            {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},

@@ -52,14 +52,17 @@ func serveCommand(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 // before relying on it.
 func startupWarnings(cfg Config) []string {
 	var out []string
-	if cfg.DBDriver == store.DriverPostgres {
-		// Memory search ranks in memory on both dialects; what PostgreSQL
-		// does not give yet is several daemons on one database.
-		out = append(out, "PostgreSQL: run one npcd daemon per database; NPCs are not leased yet, "+
-			"so two daemons would tick and sleep the same NPCs twice")
+	if cfg.DBDriver == store.DriverPostgres && cfg.LeaseTTL < 5*time.Second {
+		// Several daemons may share a PostgreSQL database (NPCs are
+		// leased); a short lease needs renewals that are never late.
+		out = append(out, fmt.Sprintf("NPCD_LEASE_TTL is %s: a daemon that stalls longer loses its NPCs to the other daemons mid-work", cfg.LeaseTTL))
 	}
 	return out
 }
+
+// scheduleSync is how often serve reloads the sleep schedules from the
+// database, for NPCs changed through another daemon.
+const scheduleSync = 30 * time.Second
 
 // serve runs the daemon until ctx ends, then shuts down gracefully: it stops
 // accepting requests, lets in-flight ticks finish, and closes the database.
@@ -115,7 +118,10 @@ func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- strin
 	walDone := make(chan struct{})
 	go func() {
 		defer close(walDone)
+		syncDone := make(chan struct{})
+		go func() { defer close(syncDone); a.syncSchedules(walCtx, scheduleSync) }()
 		a.keepWALSmall(walCtx, cfg.WALCheckpoint)
+		<-syncDone
 	}()
 	stopWAL := func() { cancelWAL(); <-walDone } // before the database closes
 	select {
