@@ -182,35 +182,28 @@ func (l *loader) checkNPC(n *yaml.Node, field string, where map[string]*yaml.Nod
 		}
 		return n
 	}
-	var fe *character.FieldError
-	if err := c.Validate(); errors.As(err, &fe) {
+	set, _, err := tick.CheckNPC(&c, tools.NewInternals(nil, nil).Tools(), llm.NewCounter(c.Model))
+	if err == nil {
+		err = sleep.CheckSchedule(&c, "UTC", l.sc.Start)
+	}
+	var (
+		fe *character.FieldError
+		se *tools.SchemaError
+		ue *character.UnfitError
+	)
+	switch {
+	case errors.As(err, &fe):
 		l.errorf(at(fe.Field), join(field, fe.Field), "%s", fe.Message)
 		return
-	}
-	set, err := tools.Compile(c.Tools.V, tools.NewInternals(nil, nil).Tools())
-	var se *tools.SchemaError
-	switch {
 	case errors.As(err, &se):
 		l.errorf(at(se.Field), join(field, se.Field), "not a usable JSON Schema: %v", se.Err)
+		return
+	case errors.As(err, &ue):
+		l.errorf(at(ue.Field), join(field, ue.Field), "%s", ue.Message)
 		return
 	case err != nil:
 		l.errorf(n, join(field, "tools"), "%v", err)
 		return
-	}
-	var ue *character.UnfitError
-	if _, err := tick.CheckFit(&c, set, llm.NewCounter(c.Model)); errors.As(err, &ue) {
-		l.errorf(at(ue.Field), join(field, ue.Field), "%s", ue.Message)
-		return
-	}
-	if c.Sleep.Cron != "" {
-		tz := c.Sleep.Timezone
-		if tz == "" {
-			tz = "UTC"
-		}
-		if err := sleep.CheckCron(c.Sleep.Cron, tz, l.sc.Start); err != nil {
-			l.errorf(at("sleep.cron"), join(field, "sleep.cron"), "%q is not a cron expression (minute hour day month weekday): %v", c.Sleep.Cron, err)
-			return
-		}
 	}
 	l.set = set
 }

@@ -131,14 +131,21 @@ func (sc *Scheduler) crontab(c *character.Character) string {
 
 // Check validates an NPC's schedule settings without scheduling anything.
 func (sc *Scheduler) Check(c *character.Character) error {
-	tz := c.Sleep.Timezone
-	if tz == "" {
-		tz = sc.cfg.DefaultTimezone
-	}
+	return CheckSchedule(c, sc.cfg.DefaultTimezone, sc.cfg.Clock.Now())
+}
+
+// CheckSchedule checks an NPC's own sleep schedule, if it has one, as it
+// would be scheduled at now (its timezone, or defaultTZ): a bad one is a
+// *character.FieldError naming sleep.cron.
+func CheckSchedule(c *character.Character, defaultTZ string, now time.Time) error {
 	if c.Sleep.Cron == "" {
 		return nil
 	}
-	if err := CheckCron(c.Sleep.Cron, tz, sc.cfg.Clock.Now()); err != nil {
+	tz := c.Sleep.Timezone
+	if tz == "" {
+		tz = defaultTZ
+	}
+	if err := CheckCron(c.Sleep.Cron, tz, now); err != nil {
 		return &character.FieldError{Field: "sleep.cron", Message: fmt.Sprintf("%q is not a cron expression (minute hour day month weekday): %v", c.Sleep.Cron, err)}
 	}
 	return nil

@@ -54,12 +54,34 @@ func (e *Engine) CreateNPC(ctx context.Context, c *character.Character) error {
 	return err
 }
 
+// CheckNPC is the one validation of an NPC's settings, shared by PutNPC and
+// the scenario loader: the settings' own rules (a *character.FieldError),
+// the game tools' definitions beside the internal ones (a
+// *tools.SchemaError names the tool's field), and the fit of the fixed
+// prompt under the compaction target (a *character.UnfitError). c must have
+// its defaults applied. It returns the compiled tools and the fit.
+func CheckNPC(c *character.Character, internal []tools.Tool, counter *llm.Counter) (*tools.Set, Fit, error) {
+	if err := c.Validate(); err != nil {
+		return nil, Fit{}, err
+	}
+	set, err := tools.Compile(c.Tools.V, internal)
+	if err != nil {
+		return nil, Fit{}, err
+	}
+	fit, err := CheckFit(c, set, counter)
+	if err != nil {
+		return nil, Fit{}, err
+	}
+	return set, fit, nil
+}
+
 func (e *Engine) putNPC(ctx context.Context, c *character.Character, createOnly bool) (created bool, err error) {
 	if c.Model == "" {
 		c.Model = e.cfg.DefaultModel
 	}
 	c.ApplyDefaults()
-	if err := c.Validate(); err != nil {
+	_, fit, err := CheckNPC(c, e.deps.Internals.Tools(), e.Counter(c.Model))
+	if err != nil {
 		return false, err
 	}
 	if c.Model != llm.BuiltinModel && e.deps.Remote == nil {
@@ -68,18 +90,10 @@ func (e *Engine) putNPC(ctx context.Context, c *character.Character, createOnly 
 		return false, &ValueError{Field: "model", Message: fmt.Sprintf(
 			"%q needs a model endpoint and npcd has none configured (NPCD_LLM_BASE_URL); without one only %q runs", c.Model, llm.BuiltinModel)}
 	}
-	set, err := tools.Compile(c.Tools.V, e.deps.Internals.Tools())
-	if err != nil {
-		return false, err
-	}
 	if e.deps.Scheduler != nil {
 		if err := e.deps.Scheduler.Check(c); err != nil {
 			return false, err
 		}
-	}
-	fit, err := CheckFit(c, set, e.Counter(c.Model))
-	if err != nil {
-		return false, err
 	}
 	c.State.SystemTokens, c.State.ToolTokens = fit.SystemTokens, fit.ToolTokens
 	err = e.withNPC(ctx, c.ID, func(ctx context.Context) error {
