@@ -16,18 +16,19 @@ const module = "github.com/npcd/npcd"
 // on npcd packages hold transitively; rules on outside modules hold for the
 // package's own imports.
 var forbidden = map[string][]string{
-	"llm":           {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "eval", "cmd"},
-	"internal/text": {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
-	"store":         {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "cmd"},
-	"character":     {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
-	"journal":       {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
-	"tools":         {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
-	"sleep":         {"tick", "api", "cmd", "github.com/sashabaranov/go-openai"},
-	"tick":          {"api", "cmd", "github.com/sashabaranov/go-openai"},
-	"api":           {"cmd"},
-	"inspect":       {"tick", "api", "scenarios", "cmd", "github.com/sashabaranov/go-openai"},
-	"scenarios":     {"api", "cmd"},
-	"eval":          {"api", "cmd"},
+	"llm":              {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "eval", "cmd"},
+	"internal/text":    {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
+	"internal/wordvec": {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd", "internal/text"},
+	"store":            {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "cmd"},
+	"character":        {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
+	"journal":          {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
+	"tools":            {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
+	"sleep":            {"tick", "api", "cmd", "github.com/sashabaranov/go-openai"},
+	"tick":             {"api", "cmd", "github.com/sashabaranov/go-openai"},
+	"api":              {"cmd"},
+	"inspect":          {"tick", "api", "scenarios", "cmd", "github.com/sashabaranov/go-openai"},
+	"scenarios":        {"api", "cmd"},
+	"eval":             {"api", "cmd"},
 }
 
 type pkgInfo struct {
