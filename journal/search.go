@@ -23,7 +23,7 @@ const (
 	PartVector     = "vector"     // cosine similarity with the query, ≥ 0
 	PartKeyword    = "keyword"    // BM25 normalized by the query's best match, in [0, 1]
 	PartNeighbour  = "neighbour"  // relevance borrowed from neighbouring perceived messages
-	PartRelevance  = "relevance"  // weighted vector + keyword (+ neighbour)
+	PartRelevance  = "relevance"  // weighted vector + keyword + semantic (+ neighbour)
 	PartRecency    = "recency"    // 0.5^(age/half-life) on the game's clock, in (0, 1]
 	PartImportance = "importance" // importance/10
 	PartSuperseded = "superseded" // 1 for a superseded memory, absent otherwise
