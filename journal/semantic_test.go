@@ -117,4 +117,18 @@ func TestSemanticVectors(t *testing.T) {
 	if got := dot8([]int8{1, -2, 3, 4, 5}, []int8{5, 4, -3, 2, 1}); got != 5-8-9+8+5 {
 		t.Fatalf("dot8 = %d", got)
 	}
+	// Every length, across the 16-element steps, against the plain sum.
+	a, b := make([]int8, 40), make([]int8, 40)
+	for i := range a {
+		a[i], b[i] = int8(i*37-100), int8(127-i*11)
+	}
+	for n := 0; n <= len(a); n++ {
+		var want int32
+		for i := 0; i < n; i++ {
+			want += int32(a[i]) * int32(b[i])
+		}
+		if got := dot8(a[:n], b[:n]); got != want {
+			t.Fatalf("dot8 of %d = %d, want %d", n, got, want)
+		}
+	}
 }
