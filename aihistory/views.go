@@ -39,7 +39,7 @@ func (s *Session) overview(ctx context.Context, _ []string) error {
 	kv(w, "messages", fmt.Sprintf("%s live, %s archived", text.Thousands(c.LiveMessages), text.Thousands(c.ArchivedMessages)))
 	comp := fmt.Sprintf("%d", c.Compactions)
 	if len(o.CompactionsByTrigger) > 0 {
-		comp += ": " + countsByKey(o.CompactionsByTrigger)
+		comp += ": " + text.Counts(o.CompactionsByTrigger)
 	}
 	if r := o.LastCompaction; r != nil {
 		comp += fmt.Sprintf(" · last #%d (%s, after tick %d): %s → %s tokens, %d messages, summary by %s",
@@ -55,7 +55,7 @@ func (s *Session) overview(ctx context.Context, _ []string) error {
 	for _, n := range k.JournalByType {
 		entries += n
 	}
-	kv(w, "journal", fmt.Sprintf("%s entries (%s), %s not yet consolidated", text.Thousands(entries), countsByKey(k.JournalByType), text.Thousands(k.Unconsolidated)))
+	kv(w, "journal", fmt.Sprintf("%s entries (%s), %s not yet consolidated", text.Thousands(entries), text.Counts(k.JournalByType), text.Thousands(k.Unconsolidated)))
 	kv(w, "memory", fmt.Sprintf("%s memories (+%s superseded) · %s profiles, %s facts (+%s superseded)",
 		text.Thousands(k.Memories), text.Thousands(k.SupersededMemories), text.Thousands(k.Profiles), text.Thousands(k.Facts), text.Thousands(k.SupersededFacts)))
 	waiting := "no tool results"
@@ -479,7 +479,7 @@ func (s *Session) compactions(ctx context.Context, _ []string) error {
 			fmt.Sprintf("m:%d–m:%d", r.FirstMessageID, r.LastMessageID), summary, by, when(r.CreatedAt)})
 	}
 	t.Render()
-	fmt.Fprintf(s.Out, "%d compactions (%s). What one lost: npcd aihistory %s diff %d.", len(page.Compactions), countsByKey(counts),
+	fmt.Fprintf(s.Out, "%d compactions (%s). What one lost: npcd aihistory %s diff %d.", len(page.Compactions), text.Counts(counts),
 		s.NPC, page.Compactions[len(page.Compactions)-1].ID)
 	if page.NextBefore != nil {
 		fmt.Fprintf(s.Out, " Older: %s", s.again("--before", strconv.FormatInt(*page.NextBefore, 10)))
@@ -742,7 +742,7 @@ func markerCounts(tl *api.TimelineResponse) string {
 	if len(counts) == 0 {
 		return "none"
 	}
-	return countsByKey(counts)
+	return text.Counts(counts)
 }
 
 // Rendering helpers.
@@ -786,24 +786,6 @@ func day(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02")
-}
-
-func countsByKey(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%d %s", m[k], k)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func metaInt(meta map[string]any, key string) (int64, bool) {

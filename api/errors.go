@@ -150,7 +150,7 @@ func classify(err error, npc string) problem {
 	case errors.Is(err, character.ErrInboxFull):
 		return problem{status: http.StatusTooManyRequests, code: CodeTooBusy, retryAfter: retryInbox,
 			message: fmt.Sprintf("npc %q has too many pending events; tick it, then retry", npc)}
-	case errors.Is(err, tick.ErrBusy):
+	case errors.Is(err, tick.ErrBusy), errors.Is(err, sleep.ErrBusy):
 		return problem{status: http.StatusTooManyRequests, code: CodeTooBusy, retryAfter: retryBusy,
 			message: fmt.Sprintf("npc %q is busy; retry", npc)}
 	case errors.Is(err, tick.ErrClosed):

@@ -216,10 +216,7 @@ func (s *Server) postToolResults(w http.ResponseWriter, r *http.Request) error {
 	if err := s.readJSON(w, r, &in, true); err != nil {
 		return err
 	}
-	results := make([]tick.ToolResult, len(in.Results))
-	for i, tr := range in.Results {
-		results[i] = tick.ToolResult{CallID: tr.CallID, Content: tr.Content}
-	}
+	results := in.Results
 	if err := s.deps.Engine.PostToolResults(r.Context(), id, results); err != nil {
 		return err
 	}

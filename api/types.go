@@ -73,21 +73,11 @@ type NPC struct {
 	UpdatedAt time.Time    `json:"updated_at"`
 }
 
-// Event is one thing an NPC perceives. Kind is free text (say, emote,
-// arrive, ...); ID is optional and makes posting idempotent; a zero At
-// means now.
-type Event struct {
-	ID     string    `json:"id,omitempty"`
-	Kind   string    `json:"kind"`
-	Actor  string    `json:"actor,omitempty"`
-	Target string    `json:"target,omitempty"`
-	Text   string    `json:"text,omitempty"`
-	Room   string    `json:"room,omitempty"`
-	At     time.Time `json:"at,omitzero"`
-	// Self marks the NPC's own act as the game resolved it; only then may
-	// the actor name the NPC.
-	Self bool `json:"self,omitempty"`
-}
+// Event is one thing an NPC perceives, as tick.EventInput defines it. Kind
+// is free text (say, emote, arrive, ...); ID is optional and makes posting
+// idempotent; a zero At means now; Self marks the NPC's own act as the game
+// resolved it, and only then may the actor name the NPC.
+type Event = tick.EventInput
 
 // EventsRequest is the body of POST /v1/npcs/{npc}/events.
 type EventsRequest struct {
@@ -134,11 +124,9 @@ type BatchError struct {
 	Error string `json:"error"`
 }
 
-// ToolResult is the game's result of a returns:true tool call.
-type ToolResult struct {
-	CallID  string `json:"call_id"`
-	Content string `json:"content"`
-}
+// ToolResult is the game's result of a returns:true tool call, as
+// tick.ToolResult defines it.
+type ToolResult = tick.ToolResult
 
 // ToolResultsRequest is the body of POST /v1/npcs/{npc}/tool-results.
 type ToolResultsRequest struct {

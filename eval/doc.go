@@ -8,8 +8,9 @@
 // NPC's memory search, which is scored by evidence recall@k — the share of
 // the turns the benchmark names as evidence that the top k results cite.
 //
-// It may import tick, character, journal, tools, llm and store; it must not
-// import api or cmd. cmd/npcd runs it as `npcd eval locomo`, adding what
-// only the daemon wires (the compactor, sleeps between sessions) through
-// Options.Configure and Options.AfterSession.
+// It may import tick, sleep, character, journal, tools, llm and store; it
+// must not import api or cmd. cmd/npcd runs it as `npcd eval locomo`,
+// parsing the flags; WithSleep adds what the daemon adds (the compactor
+// and the consolidator, sleeps between sessions) through Options.Configure
+// and Options.AfterSession.
 package eval

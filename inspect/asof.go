@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/npcd/npcd/character"
@@ -45,14 +44,6 @@ type AsOf struct {
 	Approximate bool `json:"approximate"`
 }
 
-// msgRow is the part of a message AsOf needs to decide liveness.
-type msgRow struct {
-	ID           int64
-	State        string
-	Summary      bool
-	CompactionID *int64
-}
-
 // AsOf reconstructs NPC npc's context at the end of tick. A tick after the
 // NPC's latest is a NotFoundError.
 func (in *Inspector) AsOf(ctx context.Context, npc string, tick int64) (*AsOf, error) {
@@ -71,7 +62,7 @@ func (in *Inspector) AsOf(ctx context.Context, npc string, tick int64) (*AsOf, e
 	if len(recs) == 1 {
 		out.Record = &recs[0]
 	}
-	if out.Boundary, err = in.boundary(ctx, npc, tick); err != nil {
+	if out.Boundary, err = in.chars.WrittenBy(ctx, npc, tick); err != nil {
 		return nil, err
 	}
 	byID, _, err := in.allCompactions(ctx, npc)
@@ -93,16 +84,16 @@ func (in *Inspector) AsOf(ctx context.Context, npc string, tick int64) (*AsOf, e
 			out.Compactions++
 		}
 	}
-	var rows []msgRow
-	err = in.q(ctx).Model(&character.Message{}).Select("id, state, summary, compaction_id").
-		Where("character_id = ? AND id <= ?", npc, out.Boundary).Order("id").Scan(&rows).Error
+	rows, err := in.chars.MessageStates(ctx, npc, out.Boundary)
 	if err != nil {
-		return nil, fmt.Errorf("history of %q: %w", npc, err)
+		return nil, err
 	}
 	// A message archived by a clear counts as archived at the tick when a
 	// message not archived by that clear (so written after it) was written
 	// by then: scan backwards remembering the nearest such message.
-	cleared := func(r msgRow) bool { return r.State == character.StateArchived && r.CompactionID == nil }
+	cleared := func(r character.MessageState) bool {
+		return r.State == character.StateArchived && r.CompactionID == nil
+	}
 	live := make([]bool, len(rows))
 	next := int64(math.MaxInt64)
 	for i := len(rows) - 1; i >= 0; i-- {
@@ -148,28 +139,4 @@ func (in *Inspector) AsOf(ctx context.Context, npc string, tick int64) (*AsOf, e
 		out.Messages = append(out.Messages, ms[i])
 	}
 	return out, nil
-}
-
-// boundary returns the newest message id written by ticks up to tick:
-// from the tick records, or, for ticks written before there were records,
-// from the messages' tick numbers.
-func (in *Inspector) boundary(ctx context.Context, npc string, tick int64) (int64, error) {
-	var b *int64
-	err := in.q(ctx).Model(&character.TickRecord{}).Select("MAX(last_message_id)").
-		Where("character_id = ? AND tick <= ?", npc, tick).Scan(&b).Error
-	if err != nil {
-		return 0, fmt.Errorf("ticks of %q: %w", npc, err)
-	}
-	if b != nil && *b > 0 {
-		return *b, nil
-	}
-	err = in.q(ctx).Model(&character.Message{}).Select("MAX(id)").
-		Where("character_id = ? AND tick <= ? AND summary = ?", npc, tick, false).Scan(&b).Error
-	if err != nil {
-		return 0, fmt.Errorf("history of %q: %w", npc, err)
-	}
-	if b == nil {
-		return 0, nil
-	}
-	return *b, nil
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/npcd/npcd/character"
-	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/sleep"
 )
 
@@ -49,8 +48,8 @@ func (in *Inspector) Diff(ctx context.Context, npc string, id int64) (*Diff, err
 		return nil, err
 	}
 	d := &Diff{Compaction: *rec, Replaced: []character.Message{}, Lost: []Candidate{}, Kept: []Candidate{}}
-	if err := in.q(ctx).Where("character_id = ? AND compaction_id = ?", npc, id).Order("id").Find(&d.Replaced).Error; err != nil {
-		return nil, fmt.Errorf("messages of compaction %d of %q: %w", id, npc, err)
+	if d.Replaced, err = in.chars.ArchivedBy(ctx, npc, id); err != nil {
+		return nil, err
 	}
 	if rec.SummaryMessageID > 0 {
 		m, err := in.chars.MessageByID(ctx, npc, rec.SummaryMessageID)
@@ -114,18 +113,7 @@ func (in *Inspector) eventsOf(ctx context.Context, npc string, ms []character.Me
 			ids = append(ids, m.ID)
 		}
 	}
-	out := map[int64][]character.Event{}
-	for start := 0; start < len(ids); start += 500 {
-		end := min(start+500, len(ids))
-		var evs []character.Event
-		if err := in.q(ctx).Where("character_id = ? AND message_id IN ?", npc, ids[start:end]).Order("seq").Find(&evs).Error; err != nil {
-			return nil, fmt.Errorf("events of %q: %w", npc, err)
-		}
-		for _, ev := range evs {
-			out[*ev.MessageID] = append(out[*ev.MessageID], ev)
-		}
-	}
-	return out, nil
+	return in.chars.EventsOf(ctx, npc, ids)
 }
 
 // sourceCandidates extracts the candidates of one replaced message. A
@@ -209,16 +197,16 @@ func (in *Inspector) keptDocs(ctx context.Context, c *character.Character, summa
 	if summary != nil {
 		docs = append(docs, doc{fmt.Sprintf("m:%d", summary.ID), strings.ToLower(summary.Content)})
 	}
-	var mems []journal.Memory
-	if err := in.q(ctx).Select("id, content, entity").Where("character_id = ?", c.ID).Order("id").Find(&mems).Error; err != nil {
-		return nil, fmt.Errorf("memories of %q: %w", c.ID, err)
+	mems, err := in.journal.MemoryTexts(ctx, c.ID)
+	if err != nil {
+		return nil, err
 	}
 	for _, m := range mems {
 		docs = append(docs, doc{fmt.Sprintf("mem:%d", m.ID), strings.ToLower(m.Entity + "\n" + m.Content)})
 	}
-	var entries []journal.Entry
-	if err := in.q(ctx).Select("id, content").Where("character_id = ?", c.ID).Order("id").Find(&entries).Error; err != nil {
-		return nil, fmt.Errorf("journal of %q: %w", c.ID, err)
+	entries, err := in.journal.EntryTexts(ctx, c.ID)
+	if err != nil {
+		return nil, err
 	}
 	for _, e := range entries {
 		docs = append(docs, doc{fmt.Sprintf("j:%d", e.ID), strings.ToLower(e.Content)})

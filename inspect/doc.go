@@ -5,7 +5,8 @@
 // "what did we lose" report of a compaction (Diff) and the utilization
 // timeline with its compaction markers.
 //
-// It only reads, so it works on a database opened read-only while a daemon
-// writes it. It must not import tick, api, scenarios or cmd. The API's
+// It reads every table through the package that owns it (character.Store,
+// journal.Store, sleep.Records) and queries none itself. It only reads, so
+// it works on a database opened read-only while a daemon writes it. It must not import tick, api, scenarios or cmd. The API's
 // inspection routes call it; `npcd aihistory` reads it through the API.
 package inspect

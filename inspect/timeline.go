@@ -2,10 +2,7 @@ package inspect
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/npcd/npcd/character"
 )
 
 // Timeline is an NPC's context utilization over its recorded ticks, with a
@@ -61,21 +58,13 @@ func (in *Inspector) Timeline(ctx context.Context, npc string, tq TimelineQuery)
 	if err != nil {
 		return nil, err
 	}
-	q := in.q(ctx).Where("character_id = ?", npc)
-	if tq.From > 0 {
-		q = q.Where("tick >= ?", tq.From)
-	}
-	if tq.To > 0 {
-		q = q.Where("tick <= ?", tq.To)
-	}
-	var recs []character.TickRecord
+	newest := 0
 	if tq.Limit > 0 {
-		q = q.Order("tick DESC").Limit(tq.Limit + 1)
-	} else {
-		q = q.Order("tick")
+		newest = tq.Limit + 1
 	}
-	if err := q.Find(&recs).Error; err != nil {
-		return nil, fmt.Errorf("ticks of %q: %w", npc, err)
+	recs, err := in.chars.TickRange(ctx, npc, tq.From, tq.To, newest)
+	if err != nil {
+		return nil, err
 	}
 	t := &Timeline{Points: []TickPoint{}, Compactions: []Marker{}}
 	if tq.Limit > 0 {

@@ -10,8 +10,9 @@
 // in the README, section "For designers".
 //
 // It must not import api or cmd. It declares the small interfaces it needs
-// (Engine, Characters, Journal, Compactions, Searcher, Clock); cmd/npcd
-// wires them with the daemon's own types over a temporary database
-// ("npcd scenario run"), and runs the example scenarios in examples/ in go
-// test.
+// (Engine, Characters, Journal, Compactions, Searcher, Clock). RunFiles is
+// `npcd scenario run`: it validates the files, runs each on a new database
+// with a GameClock, and prints the reports; cmd/npcd parses the flags and
+// gives it an Opener that wires the daemon's own types, and runs the
+// example scenarios in examples/ in go test.
 package scenarios

@@ -53,8 +53,13 @@ func testEnv(t *testing.T, sc *Scenario, model string) Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	locks := tick.NewLocks()
+	sleeps, err := sleep.NewRunner(sleep.RunnerDeps{DB: db, Characters: chars, Journal: jour, Lock: locks, Compactor: comp, Consolidator: cons, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	eng, err := tick.New(tick.Deps{DB: db, Characters: chars, Journal: jour, Internals: tools.NewInternals(ret, chars), Retriever: ret,
-		Remote: remote, Builtin: builtin, Compactor: comp, Consolidator: cons, Owners: []tick.Owner{jour, comp}, Clock: clock}, tick.Config{})
+		Remote: remote, Builtin: builtin, Compactor: comp, Locks: locks, Sleeper: sleeps, Owners: []tick.Owner{jour, comp}, Clock: clock}, tick.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

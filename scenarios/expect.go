@@ -417,23 +417,7 @@ func (r *runner) expectCompactions(e *Expect) (outcome, error) {
 	if e.Trigger != "" {
 		what = e.Trigger + " compactions"
 	}
-	return outcome{ok: e.Count.ok(n), expected: fmt.Sprintf("%s %s", countPhrase(e.Count), what), found: fmt.Sprintf("%d (%s)", n, countsByKey(by))}, nil
-}
-
-func countsByKey(m map[string]int) string {
-	if len(m) == 0 {
-		return "none at all"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
+	return outcome{ok: e.Count.ok(n), expected: fmt.Sprintf("%s %s", countPhrase(e.Count), what), found: fmt.Sprintf("%d (%s)", n, compactionCounts(by, "none at all"))}, nil
 }
 
 func (r *runner) expectMasked(e *Expect) (outcome, error) {

@@ -226,7 +226,7 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 			return err
 		}
 		sum.Metadata.V["summary_token_count"] = sum.Tokens
-		if err := tx.Model(&character.Message{}).Where("id = ?", sum.ID).Update("metadata", sum.Metadata).Error; err != nil {
+		if err := cs.SetMessageMetadata(ctx, sum.ID, sum.Metadata); err != nil {
 			return fmt.Errorf("summary metadata: %w", err)
 		}
 		entry := &journal.Entry{Type: journal.TypeContextSynthesis, Content: s.Text, Importance: 6, GameTime: ch.State.GameTime,

@@ -16,7 +16,7 @@ import (
 	"github.com/npcd/npcd/character"
 )
 
-// Sleeper runs one sleep of an NPC; the tick engine implements it.
+// Sleeper runs one sleep of an NPC; *Runner implements it.
 type Sleeper interface {
 	Sleep(ctx context.Context, id string) (*Report, error)
 }
@@ -32,6 +32,10 @@ type ScheduleConfig struct {
 	Timeout time.Duration
 	Clock   clockwork.Clock // default: the real clock
 	Log     zerolog.Logger
+	// Done, when set, is told about every scheduled sleep once it ends,
+	// with its wall time (metrics, a scenario's game clock). It must not
+	// block.
+	Done func(id string, took time.Duration, rep *Report, err error)
 }
 
 // Scheduler runs each NPC's sleep on its cron schedule, one gocron job per
@@ -222,8 +226,11 @@ func (sc *Scheduler) Shutdown() error { return sc.s.Shutdown() }
 func (sc *Scheduler) run(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), sc.cfg.Timeout)
 	defer cancel()
-	start := sc.cfg.Clock.Now()
+	start, began := sc.cfg.Clock.Now(), time.Now()
 	rep, err := sc.sleeper.Sleep(ctx, id)
+	if sc.cfg.Done != nil {
+		sc.cfg.Done(id, time.Since(began), rep, err)
+	}
 	if err != nil {
 		if errors.Is(err, character.ErrNotFound) {
 			sc.Unschedule(id) // deleted behind our back

@@ -14,6 +14,7 @@ import (
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tools"
 )
 
@@ -170,8 +171,12 @@ type Deps struct {
 	Compactor Compactor
 	// Scheduler keeps sleep schedules in step with NPC settings; optional.
 	Scheduler Scheduler
-	// Consolidator turns the journal into memories during a sleep; optional.
-	Consolidator Consolidator
+	// Locks are the per-NPC locks; default NewLocks(). A sleep.Runner
+	// given as Sleeper must share them.
+	Locks sleep.Locker
+	// Sleeper runs Sleep (a sleep.Runner); default a runner over Locks
+	// that neither consolidates nor compacts.
+	Sleeper sleep.Sleeper
 	// Owners delete their rows of an NPC when it is deleted.
 	Owners   []Owner
 	Clock    clockwork.Clock // default: the real clock
@@ -184,8 +189,7 @@ type Deps struct {
 type Engine struct {
 	cfg      Config
 	deps     Deps
-	locks    *npcLocks
-	sleeps   *npcLocks // one sleep per NPC at a time, apart from ticks
+	locks    sleep.Locker
 	sem      chan struct{}
 	toolsets sync.Map // npc id → cachedSet
 	history  *historyCache
@@ -218,7 +222,21 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 	if deps.Clock == nil {
 		deps.Clock = clockwork.NewRealClock()
 	}
-	return &Engine{cfg: cfg, deps: deps, locks: newNPCLocks(), sleeps: newNPCLocks(), sem: make(chan struct{}, cfg.MaxConcurrentCalls),
+	if deps.Locks == nil {
+		deps.Locks = NewLocks()
+	}
+	if deps.Sleeper == nil {
+		rd := sleep.RunnerDeps{DB: deps.DB, Characters: deps.Characters, Journal: deps.Journal, Lock: deps.Locks, Clock: deps.Clock}
+		if deps.Observer != nil {
+			rd.Observer = deps.Observer
+		}
+		r, err := sleep.NewRunner(rd)
+		if err != nil {
+			return nil, err
+		}
+		deps.Sleeper = r
+	}
+	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
 		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal()}, nil
 }
 
@@ -257,9 +275,9 @@ func (e *Engine) withNPC(ctx context.Context, id string, fn func(ctx context.Con
 		return err
 	}
 	defer e.inflight.Done()
-	unlock, err := e.locks.lock(ctx, id)
+	unlock, err := e.locks.Lock(ctx, id)
 	if err != nil {
-		return fmt.Errorf("%w: waiting for npc %q: %v", ErrBusy, id, err)
+		return err
 	}
 	defer unlock()
 	return fn(ctx)

@@ -50,8 +50,13 @@ func openEnvWith(t testing.TB, path string, model llm.Chatter, summaryTimeout ti
 	if err != nil {
 		t.Fatal(err)
 	}
+	locks := NewLocks()
+	sleeps, err := sleep.NewRunner(sleep.RunnerDeps{DB: db, Characters: chars, Journal: jour, Lock: locks, Compactor: comp, Consolidator: cons})
+	if err != nil {
+		t.Fatal(err)
+	}
 	deps := Deps{DB: db, Characters: chars, Journal: jour, Internals: tools.NewInternals(ret, chars), Retriever: ret,
-		Builtin: builtin, Owners: []Owner{jour, ret, comp}, Compactor: comp, Consolidator: cons}
+		Builtin: builtin, Owners: []Owner{jour, ret, comp}, Compactor: comp, Locks: locks, Sleeper: sleeps}
 	if model != nil {
 		deps.Remote = model
 	}

@@ -32,7 +32,7 @@ type EventInput struct {
 	Target string    `json:"target,omitempty"`
 	Text   string    `json:"text,omitempty"`
 	Room   string    `json:"room,omitempty"`
-	At     time.Time `json:"at,omitempty"`
+	At     time.Time `json:"at,omitzero"`
 	// Self says the event is the NPC's own act as the game resolved it
 	// (actor empty or the NPC itself). Without it an actor naming the NPC
 	// is refused: the line would read as the NPC's own words.

@@ -2,53 +2,25 @@ package tick
 
 import (
 	"context"
-	"sync"
+	"fmt"
+
+	"github.com/npcd/npcd/internal/keylock"
+	"github.com/npcd/npcd/sleep"
 )
 
-// npcLocks serializes work on one NPC while letting different NPCs run in
-// parallel. Entries live only while someone holds or waits for the lock, so
-// the map does not grow with the number of NPCs ever seen.
-type npcLocks struct {
-	mu    sync.Mutex
-	locks map[string]*npcLock
-}
+// NewLocks returns per-NPC locks held in memory: ticks of one NPC never
+// overlap, different NPCs run in parallel. The engine takes them as
+// Deps.Locks and a sleep.Runner shares them, so a sleep's plan and commit
+// never interleave with a tick. A waiter that gives up gets an error
+// matching ErrBusy.
+func NewLocks() sleep.Locker { return npcLocks{keylock.New()} }
 
-type npcLock struct {
-	ch   chan struct{} // holds one token while locked
-	refs int
-}
+type npcLocks struct{ m *keylock.Map }
 
-func newNPCLocks() *npcLocks { return &npcLocks{locks: map[string]*npcLock{}} }
-
-// lock waits for NPC id's lock or for ctx to end. On success it returns the
-// function that releases the lock.
-func (l *npcLocks) lock(ctx context.Context, id string) (func(), error) {
-	l.mu.Lock()
-	e := l.locks[id]
-	if e == nil {
-		e = &npcLock{ch: make(chan struct{}, 1)}
-		l.locks[id] = e
+func (l npcLocks) Lock(ctx context.Context, id string) (func(), error) {
+	unlock, err := l.m.Lock(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("%w: waiting for npc %q: %v", ErrBusy, id, err)
 	}
-	e.refs++
-	l.mu.Unlock()
-
-	select {
-	case e.ch <- struct{}{}:
-		return func() {
-			<-e.ch
-			l.release(id, e)
-		}, nil
-	case <-ctx.Done():
-		l.release(id, e)
-		return nil, ctx.Err()
-	}
-}
-
-func (l *npcLocks) release(id string, e *npcLock) {
-	l.mu.Lock()
-	e.refs--
-	if e.refs == 0 {
-		delete(l.locks, id)
-	}
-	l.mu.Unlock()
+	return unlock, nil
 }

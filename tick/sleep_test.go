@@ -116,7 +116,11 @@ func TestInterruptedSleepCompletesWithoutDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.eng.deps.Consolidator = cons
+	env.eng.deps.Sleeper, err = sleep.NewRunner(sleep.RunnerDeps{DB: env.eng.deps.DB, Characters: env.chars, Journal: env.jour,
+		Lock: env.eng.deps.Locks, Compactor: env.eng.deps.Compactor.(*sleep.Compactor), Consolidator: cons})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 12; i++ {
 		say(t, env, "alice", fmt.Sprintf("My brother number %d lives in Oakvale and owes me %d gold!", i, i+10))
 	}

@@ -118,7 +118,7 @@ func scenarioDB(t *testing.T, file, dir string) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "npcd.db")
-	rep, err := runScenarioAt(context.Background(), sc, "", func(string) string { return "" }, nil, path)
+	rep, err := scenarios.RunAt(context.Background(), sc, "", path, scenarioOpener(noEnv), nil)
 	if err != nil {
 		t.Fatalf("scenario %s: %v", file, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/npcd/npcd/internal/schema"
 	"os"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/npcd/npcd/api"
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/inspect"
+	"github.com/npcd/npcd/internal/schema"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
@@ -79,7 +79,7 @@ func openApp(ctx context.Context, cfg Config, log zerolog.Logger, opt appOptions
 func (a *app) wire(ctx context.Context, opt appOptions) error {
 	cfg := a.cfg
 	if opt.readOnly {
-		if err := schemaCurrent(ctx, a.db); err != nil {
+		if err := schema.Current(ctx, a.db); err != nil {
 			return err
 		}
 	} else if err := store.Migrate(ctx, a.db, schema.Migrations()); err != nil {
@@ -138,18 +138,21 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	if store.IsSQLite(a.db) {
 		a.metrics.WatchWAL(func() int64 { return walSize(cfg.DB) })
 	}
-	// The scheduler calls the engine's Sleep and the engine keeps the
-	// scheduler in step with NPC settings; the closure breaks the cycle.
-	a.scheduler, err = sleep.NewScheduler(sleep.ScheduleConfig{DefaultCron: cfg.SleepCron, DefaultTimezone: cfg.SleepTimezone, Clock: clock, Log: a.log},
-		sleep.SleeperFunc(func(ctx context.Context, id string) (*sleep.Report, error) {
-			start := time.Now()
-			rep, err := a.engine.Sleep(ctx, id)
-			a.metrics.SleepDone(time.Since(start), rep, err)
+	// One set of per-NPC locks: ticks take them, and so do sleeps, whether
+	// the schedule or the API starts them.
+	locks := tick.NewLocks()
+	sleeps, err := sleep.NewRunner(sleep.RunnerDeps{DB: a.db, Characters: a.chars, Journal: a.journal, Lock: locks,
+		Compactor: comp, Consolidator: cons, Clock: clock, Observer: a.metrics})
+	if err != nil {
+		return err
+	}
+	a.scheduler, err = sleep.NewScheduler(sleep.ScheduleConfig{DefaultCron: cfg.SleepCron, DefaultTimezone: cfg.SleepTimezone, Clock: clock, Log: a.log,
+		Done: func(id string, took time.Duration, rep *sleep.Report, err error) {
+			a.metrics.SleepDone(took, rep, err)
 			if opt.slept != nil {
 				opt.slept(id, rep, err)
 			}
-			return rep, err
-		}))
+		}}, sleeps)
 	if err != nil {
 		return err
 	}
@@ -161,7 +164,7 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 		DB: a.db, Characters: a.chars, Journal: a.journal,
 		Internals: tools.NewInternals(a.retriever, a.chars), Retriever: a.retriever,
 		Remote: remote, Builtin: builtin, Compactor: comp, Clock: clock, Log: a.log,
-		Observer: a.metrics, Owners: []tick.Owner{a.journal, ret, comp}, Scheduler: a.scheduler, Consolidator: cons,
+		Observer: a.metrics, Owners: []tick.Owner{a.journal, ret, comp}, Scheduler: a.scheduler, Locks: locks, Sleeper: sleeps,
 	}, tcfg)
 	if err != nil {
 		return err

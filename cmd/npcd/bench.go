@@ -6,17 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/npcd/npcd/character"
-	"github.com/npcd/npcd/llm"
-	"github.com/npcd/npcd/sleep"
-	"github.com/npcd/npcd/store"
+	"github.com/npcd/npcd/bench"
 	"github.com/npcd/npcd/tick"
 )
 
@@ -25,294 +20,134 @@ func benchCommand(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure npcd in-process on a temporary database (builtin model)",
 	}
-	ticksCmd := benchTicksCommand(stdout, stderr)
+	h := benchHarness()
+	var tb bench.TickOptions
+	ticks := &cobra.Command{
+		Use:   "ticks",
+		Short: "Tick throughput and npcd's own overhead per tick, for each NPC count",
+		Long: `Ticks many NPCs in-process (each round posts one event to every NPC, then ticks them all
+with concurrent workers) and reports ticks per second, npcd's overhead per tick without the
+model's time (p50/p95/p99), CPU time, allocations per tick and the process's peak RSS.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return bench.Ticks(cmd.Context(), stdout, stderr, h, tb) },
+	}
+	f := ticks.Flags()
+	f.IntSliceVar(&tb.NPCs, "npcs", []int{1, 100}, "NPC counts to measure")
+	f.IntVar(&tb.Ticks, "ticks", 2000, "ticks per measurement")
+	f.IntVar(&tb.History, "history", 0, "tokens of archived history each NPC holds before the run")
+	f.IntVar(&tb.Others, "others", 0, "messages of other NPCs (never ticked) in the database before the run, e.g. 1000000")
+	f.DurationVar(&tb.Latency, "latency", 0, "latency of each model call (a fake model in front of the builtin one), e.g. 200ms")
+	f.IntVar(&tb.Workers, "workers", tick.MaxBatchWorkers, "ticks run at once")
+	f.BoolVar(&tb.JSON, "json", false, "print one JSON object per measurement")
+	f.BoolVar(&tb.HTTP, "http", false, "tick through the real daemon on a loopback port: one client request per NPC tick, then batches of 100 (latencies include the model)")
 
-	budgetCmd := &cobra.Command{
+	var to bench.TokenOptions
+	tokens := &cobra.Command{
+		Use:   "tokens",
+		Short: "Prompt tokens per tick of a long run against unbounded history and drop-the-oldest-half truncation, with planted facts",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return bench.Tokens(cmd.Context(), stdout, stderr, h, to) },
+	}
+	f = tokens.Flags()
+	f.IntVar(&to.Turns, "turns", 1500, "turns to replay")
+	f.IntVar(&to.Window, "window", 8192, "context window of the NPC (and the truncation baseline)")
+	f.IntVar(&to.ObsBytes, "observation-bytes", 1200, "size of each look observation")
+	f.IntVar(&to.FactEvery, "fact-every", 15, "plant a fact every this many turns")
+	f.IntVar(&to.SleepEvery, "sleep-every", 100, "sleep (a night) every this many turns; 0 never")
+	f.BoolVar(&to.JSON, "json", false, "one JSON object a line per strategy")
+
+	budget := &cobra.Command{
 		Use:   "budget",
 		Short: "Cost of a budget check at 1k and 100k history tokens, against recounting the history",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return benchBudget(cmd.Context(), stdout)
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return bench.Budget(cmd.Context(), stdout, h) },
 	}
 	var messages int
-	planCmd := &cobra.Command{
+	plan := &cobra.Command{
 		Use:   "plan",
 		Short: "Compaction planning time on a long history",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return benchPlan(cmd.Context(), stdout, messages)
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return bench.Plan(cmd.Context(), stdout, h, messages) },
 	}
-	planCmd.Flags().IntVar(&messages, "messages", 10000, "messages in the history")
+	plan.Flags().IntVar(&messages, "messages", 10000, "messages in the history")
 	var turns, window, obsBytes int
-	maskCmd := &cobra.Command{
+	masking := &cobra.Command{
 		Use:   "masking",
 		Short: "Prompt tokens per tick of a long run with tool observations, masking on and off",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return benchMasking(cmd.Context(), stdout, stderr, turns, window, obsBytes)
+			return bench.Masking(cmd.Context(), stdout, stderr, h, turns, window, obsBytes)
 		},
 	}
-	maskCmd.Flags().IntVar(&turns, "turns", 1000, "turns to run")
-	maskCmd.Flags().IntVar(&window, "window", 8192, "context window of the NPC")
-	maskCmd.Flags().IntVar(&obsBytes, "observation-bytes", 2000, "size of each look observation")
-	cmd.AddCommand(ticksCmd, budgetCmd, planCmd, maskCmd, benchTokensCommand(stdout, stderr))
-	cmd.AddCommand(benchSleepCommands(stdout)...)
+	masking.Flags().IntVar(&turns, "turns", 1000, "turns to run")
+	masking.Flags().IntVar(&window, "window", 8192, "context window of the NPC")
+	masking.Flags().IntVar(&obsBytes, "observation-bytes", 2000, "size of each look observation")
+
+	var npcs, entries, workers int
+	sweep := &cobra.Command{
+		Use:   "sleep",
+		Short: "Wall time of a sleep sweep over many NPCs (consolidation and compaction, builtin model)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return bench.SleepSweep(cmd.Context(), stdout, h, npcs, entries, workers)
+		},
+	}
+	sweep.Flags().IntVar(&npcs, "npcs", 1000, "NPCs to put to sleep")
+	sweep.Flags().IntVar(&entries, "entries", 20, "journal entries each NPC consolidates")
+	sweep.Flags().IntVar(&workers, "workers", 8, "sleeps run at once")
+	var scheduled int
+	var idle time.Duration
+	sched := &cobra.Command{
+		Use:   "schedule",
+		Short: "Idle CPU and memory cost of many scheduled NPC sleeps",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return bench.Schedule(stdout, scheduled, idle) },
+	}
+	sched.Flags().IntVar(&scheduled, "npcs", 10000, "NPCs with a sleep schedule")
+	sched.Flags().DurationVar(&idle, "idle", 30*time.Second, "how long to watch the idle scheduler")
+	cmd.AddCommand(ticks, budget, plan, masking, tokens, sweep, sched)
 	return cmd
 }
 
-// benchApp opens an app on a fresh database in a temporary directory.
-func benchApp(ctx context.Context, opt appOptions) (*app, func(), error) {
-	dir, err := os.MkdirTemp("", "npcd-bench-")
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := defaultConfig()
-	cfg.DB = filepath.Join(dir, "bench.db")
-	a, err := openApp(ctx, cfg, zerolog.Nop(), opt)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	return a, func() { a.close(context.Background()); os.RemoveAll(dir) }, nil
-}
-
-func benchNPC(id string) *character.Character {
-	return &character.Character{ID: id, Name: "Brom", Persona: "You are Brom, the gruff village blacksmith of Oakvale."}
-}
-
-// fillMessages appends n messages of plain conversation (two a turn).
-func fillMessages(ctx context.Context, a *app, id string, n int) error {
-	counter := a.engine.Counter("builtin")
-	turn := int64(0)
-	for n > 0 {
-		var batch []*character.Message
-		for i := 0; i < 50 && n > 0; i++ {
-			turn++
-			batch = append(batch, &character.Message{Role: llm.RoleUser, Turn: turn, Content: fmt.Sprintf("[2026-11-21 10:00] alice says: %q", strings.Repeat("the north road is long and cold ", 3))})
-			n--
-			if n > 0 {
-				batch = append(batch, &character.Message{Role: llm.RoleAssistant, Turn: turn, Content: "Aye, and the wolves are hungry this winter."})
-				n--
-			}
-		}
-		if err := a.chars.AppendMessages(ctx, id, batch, counter, 8192); err != nil {
-			return err
-		}
-	}
-	return a.chars.UpdateState(ctx, id, map[string]any{"turn": turn})
-}
-
-// fillHistory appends turns of plain conversation until the NPC's live
-// history holds at least tokens tokens, bypassing the model.
-func fillHistory(ctx context.Context, a *app, id string, tokens int) error {
-	counter := a.engine.Counter("builtin")
-	c, err := a.chars.Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	turn := c.State.Turn
-	for c.State.LiveTokens < tokens {
-		var batch []*character.Message
-		for i := 0; i < 50; i++ {
-			turn++
-			batch = append(batch,
-				&character.Message{Role: llm.RoleUser, Turn: turn, Content: fmt.Sprintf("[2026-11-21 10:00] alice says: %q", strings.Repeat("the north road is long and cold ", 3))},
-				&character.Message{Role: llm.RoleAssistant, Turn: turn, Content: "Aye, and the wolves are hungry this winter."})
-		}
-		if err := a.chars.AppendMessages(ctx, id, batch, counter, 8192); err != nil {
-			return err
-		}
-		if c, err = a.chars.Get(ctx, id); err != nil {
-			return err
-		}
-	}
-	return a.chars.UpdateState(ctx, id, map[string]any{"turn": turn})
-}
-
-func benchBudget(ctx context.Context, out io.Writer) error {
-	a, done, err := benchApp(ctx, appOptions{})
-	if err != nil {
-		return err
-	}
-	defer done()
-	sizes := []int{1000, 100000}
-	for _, size := range sizes {
-		c := benchNPC(fmt.Sprintf("h%d", size))
-		c.ContextWindow = 1_000_000
-		c.MaxOutputTokens = 512
-		if _, err := a.engine.PutNPC(ctx, c); err != nil {
-			return err
-		}
-		if err := fillHistory(ctx, a, c.ID, size); err != nil {
-			return err
-		}
-	}
-	const n = 2000
-	check := func(id string) (time.Duration, error) {
-		start := time.Now()
-		for i := 0; i < n; i++ {
-			c, err := a.chars.Get(ctx, id)
+// benchHarness gives the measurements the daemon's own wiring on
+// temporary databases.
+func benchHarness() bench.Harness {
+	return bench.Harness{
+		Open: func(ctx context.Context, opt bench.Options) (*bench.World, func(), error) {
+			dir, err := os.MkdirTemp("", "npcd-bench-")
 			if err != nil {
-				return 0, err
+				return nil, nil, err
 			}
-			_ = c.OverEmergency(c.ContextTokens())
-		}
-		return time.Since(start) / n, nil
-	}
-	recount := func(id string) (time.Duration, error) {
-		counter := a.engine.Counter("builtin")
-		start := time.Now()
-		const m = 5
-		for i := 0; i < m; i++ {
-			live, err := a.chars.LiveMessages(ctx, id)
+			cfg := defaultConfig()
+			cfg.DB = filepath.Join(dir, "bench.db")
+			a, err := openApp(ctx, cfg, zerolog.Nop(), appOptions{remote: opt.Remote, tickConfig: opt.TickConfig})
 			if err != nil {
-				return 0, err
+				os.RemoveAll(dir)
+				return nil, nil, err
 			}
-			total := 0
-			for j := range live {
-				total += counter.Message(live[j].Prompt())
+			w := &bench.World{Engine: a.engine, Chars: a.chars, Journal: a.journal, Retriever: a.retriever}
+			return w, func() { a.close(context.Background()); os.RemoveAll(dir) }, nil
+		},
+		Serve: func(ctx context.Context, maxCalls int) (string, func(), error) {
+			dir, err := os.MkdirTemp("", "npcd-bench-http-")
+			if err != nil {
+				return "", nil, err
 			}
-			_ = total
-		}
-		return time.Since(start) / m, nil
-	}
-	fmt.Fprintln(out, "budget check (running totals) vs recounting the live history")
-	var costs []time.Duration
-	for _, size := range sizes {
-		id := fmt.Sprintf("h%d", size)
-		c, _ := a.chars.Get(ctx, id)
-		d, err := check(id)
-		if err != nil {
-			return err
-		}
-		r, err := recount(id)
-		if err != nil {
-			return err
-		}
-		costs = append(costs, d)
-		fmt.Fprintf(out, "  %7d history tokens (%5d messages): budget check %8s   recount %10s\n", c.State.LiveTokens, c.State.LiveMessages, d, r.Round(time.Microsecond))
-	}
-	fmt.Fprintf(out, "  ratio budget check 100k/1k: %.2f\n", float64(costs[1])/float64(costs[0]))
-	return nil
-}
-
-func benchPlan(ctx context.Context, out io.Writer, messages int) error {
-	a, done, err := benchApp(ctx, appOptions{})
-	if err != nil {
-		return err
-	}
-	defer done()
-	c := benchNPC("planner")
-	c.ContextWindow = 400_000
-	if _, err := a.engine.PutNPC(ctx, c); err != nil {
-		return err
-	}
-	if err := fillMessages(ctx, a, c.ID, messages); err != nil {
-		return err
-	}
-	c, err = a.chars.Get(ctx, c.ID)
-	if err != nil {
-		return err
-	}
-	const n = 20
-	var load, plan time.Duration
-	var p *sleep.Plan
-	for i := 0; i < n; i++ {
-		start := time.Now()
-		live, err := a.chars.LiveMessages(ctx, c.ID)
-		if err != nil {
-			return err
-		}
-		mid := time.Now()
-		p = sleep.NewPlan(c, live, sleep.TriggerManual, "")
-		load += mid.Sub(start)
-		plan += time.Since(mid)
-	}
-	fmt.Fprintf(out, "compaction planning on %d live messages (%d tokens)\n", c.State.LiveMessages, c.State.LiveTokens)
-	fmt.Fprintf(out, "  load live history %s   plan the cut %s   (span %d messages, kept %d)\n",
-		(load / n).Round(time.Microsecond), (plan / n).Round(time.Microsecond), len(p.Span), len(p.Keep))
-	return nil
-}
-
-// benchMasking runs the same long conversation with tool observations twice,
-// masking on and off, and reports the prompt tokens per tick.
-func benchMasking(ctx context.Context, out, progress io.Writer, turns, window, obsBytes int) error {
-	room := "You see the forge: an anvil scarred by years of work, a quench tub of black water, tongs and hammers on the wall, " +
-		"a rack of half-finished blades, sacks of charcoal, a bellows with a patched leather side, and through the door the muddy square of Oakvale. "
-	room = strings.Repeat(room, obsBytes/len(room)+1)[:obsBytes]
-	fmt.Fprintf(out, "%d turns, builtin model, window %d, a look observation (%d bytes) every third turn\n", turns, window, len(room))
-	for _, on := range []bool{true, false} {
-		a, done, err := benchApp(ctx, appOptions{})
-		if err != nil {
-			return err
-		}
-		c := benchNPC("brom")
-		c.ContextWindow = window
-		// The default 512-token reply does not fit a small window beside
-		// the tools and a summary; a tenth of the window does.
-		if window < 4096 {
-			c.MaxOutputTokens = window / 10
-		}
-		c.Masking.Enabled = &on
-		c.Tools = store.NewJSON(append(character.DefaultTools(),
-			character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true}))
-		if _, err := a.engine.PutNPC(ctx, c); err != nil {
-			done()
-			return err
-		}
-		var prompt, calls, ticksRun int
-		var perTick []int
-		compactions := map[string]int{}
-		for i := 0; i < turns; i++ {
-			text := fmt.Sprintf("Turn %d: the north road is busy today.", i)
-			if i%3 == 0 {
-				text = fmt.Sprintf("Turn %d: can you look around for my sword?", i)
+			cfg := defaultConfig()
+			cfg.Addr, cfg.DB, cfg.LogLevel = "127.0.0.1:0", filepath.Join(dir, "bench.db"), "error"
+			cfg.MaxConcurrentCalls = max(cfg.MaxConcurrentCalls, maxCalls)
+			sctx, stop := context.WithCancel(ctx)
+			ready := make(chan string, 1)
+			done := make(chan error, 1)
+			go func() { done <- serve(sctx, cfg, io.Discard, ready) }()
+			select {
+			case addr := <-ready:
+				return addr, func() { stop(); <-done; os.RemoveAll(dir) }, nil
+			case err := <-done:
+				stop()
+				os.RemoveAll(dir)
+				return "", nil, fmt.Errorf("serve: %w", err)
 			}
-			if _, _, err := a.engine.PostEvents(ctx, "brom", []tick.EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
-				done()
-				return err
-			}
-			for {
-				res, err := a.engine.Tick(ctx, "brom")
-				if err != nil {
-					done()
-					return err
-				}
-				if res.Idle {
-					break
-				}
-				ticksRun++
-				prompt += res.Usage.PromptTokens
-				calls += res.Usage.LLMCalls
-				perTick = append(perTick, res.Usage.PromptTokens)
-				if res.Compaction != nil {
-					compactions[res.Compaction.Trigger]++
-				}
-				if len(res.Awaiting) == 0 {
-					break
-				}
-				var results []tick.ToolResult
-				for _, id := range res.Awaiting {
-					results = append(results, tick.ToolResult{CallID: id, Content: room})
-				}
-				if err := a.engine.PostToolResults(ctx, "brom", results); err != nil {
-					done()
-					return err
-				}
-			}
-			if progress != nil && (i+1)%100 == 0 {
-				fmt.Fprintf(progress, "\rmasking %v: %d/%d turns", on, i+1, turns)
-			}
-		}
-		if progress != nil {
-			fmt.Fprintln(progress)
-		}
-		sort.Ints(perTick)
-		fmt.Fprintf(out, "  masking %-5v: %5d ticks, %5d model calls, prompt tokens per tick mean %5d  p50 %5d  p95 %5d, compactions %v\n",
-			on, ticksRun, calls, prompt/max(1, ticksRun), perTick[len(perTick)/2], perTick[len(perTick)*95/100], compactions)
-		done()
+		},
 	}
-	return nil
 }

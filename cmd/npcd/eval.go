@@ -9,12 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/eval"
-	"github.com/npcd/npcd/journal"
-	"github.com/npcd/npcd/sleep"
-	"github.com/npcd/npcd/tick"
 )
 
 func evalCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -36,31 +32,7 @@ the sources of the top k results. Categories: 1 multi-hop, 2 temporal, 3 open-do
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Progress = stderr
-			opts.Migrations = sleep.Migrations()
-			if !noCompaction {
-				opts.Configure = func(ctx context.Context, db *gorm.DB, deps *tick.Deps) error {
-					comp, err := sleep.NewCompactor(sleep.CompactorDeps{DB: db, Characters: deps.Characters, Journal: deps.Journal,
-						Builtin: deps.Builtin}, sleep.CompactorConfig{})
-					if err != nil {
-						return err
-					}
-					deps.Compactor = comp
-					similar, _ := deps.Retriever.(*journal.Retriever)
-					cons, err := sleep.NewConsolidator(sleep.ConsolidatorDeps{DB: db, Characters: deps.Characters, Journal: deps.Journal,
-						Similar: similar, Builtin: deps.Builtin}, sleep.ConsolidatorConfig{})
-					if err != nil {
-						return err
-					}
-					deps.Consolidator = cons
-					return nil
-				}
-			}
-			if withSleep {
-				opts.AfterSession = func(ctx context.Context, eng *tick.Engine, npc string, _ int) error {
-					_, err := eng.Sleep(ctx, npc)
-					return err
-				}
-			}
+			opts = eval.WithSleep(opts, !noCompaction, withSleep)
 			if opts.Ablate == "all" {
 				return ablateAll(cmd.Context(), opts, asJSON, stdout)
 			}
@@ -97,19 +69,9 @@ the sources of the top k results. Categories: 1 multi-hop, 2 temporal, 3 open-do
 // ablateAll runs the benchmark once with every signal and once with each
 // signal off, and prints a line per signal (or, with asJSON, the reports).
 func ablateAll(ctx context.Context, opts eval.Options, asJSON bool, stdout io.Writer) error {
-	opts.Ablate = ""
-	full, err := eval.LoCoMo(ctx, opts)
+	full, ablated, err := eval.AblateAll(ctx, opts)
 	if err != nil {
 		return err
-	}
-	var ablated []*eval.Report
-	for _, name := range slices.Sorted(maps.Keys(eval.Ablations)) {
-		opts.Ablate = name
-		rep, err := eval.LoCoMo(ctx, opts)
-		if err != nil {
-			return err
-		}
-		ablated = append(ablated, rep)
 	}
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(map[string]any{"full": full, "ablated": ablated})

@@ -19,16 +19,19 @@ var forbidden = map[string][]string{
 	"llm":              {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "eval", "cmd"},
 	"internal/text":    {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
 	"internal/wordvec": {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd", "internal/text"},
+	"internal/keylock": {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
 	"store":            {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "cmd"},
 	"character":        {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
 	"journal":          {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
 	"tools":            {"tick", "sleep", "api", "cmd", "github.com/sashabaranov/go-openai"},
 	"sleep":            {"tick", "api", "cmd", "github.com/sashabaranov/go-openai"},
-	"tick":             {"api", "cmd", "github.com/sashabaranov/go-openai"},
-	"api":              {"cmd"},
-	"inspect":          {"tick", "api", "scenarios", "cmd", "github.com/sashabaranov/go-openai"},
-	"scenarios":        {"api", "cmd"},
-	"eval":             {"api", "cmd"},
+	"tick":             {"api", "bench", "cmd", "github.com/sashabaranov/go-openai"},
+	"api":              {"bench", "cmd"},
+	"inspect":          {"tick", "api", "bench", "scenarios", "cmd", "github.com/sashabaranov/go-openai"},
+	"scenarios":        {"api", "bench", "aihistory", "cmd"},
+	"eval":             {"api", "bench", "aihistory", "cmd"},
+	"bench":            {"scenarios", "eval", "aihistory", "cmd"},
+	"aihistory":        {"scenarios", "eval", "bench", "cmd"},
 }
 
 type pkgInfo struct {
@@ -50,7 +53,7 @@ func loadPackages(t *testing.T) map[string]*pkgInfo {
 		}
 		if d.IsDir() {
 			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor" || name == "node_modules") {
 				return filepath.SkipDir
 			}
 			return nil

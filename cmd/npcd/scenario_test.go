@@ -35,7 +35,7 @@ func TestExampleScenariosPass(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := runScenario(context.Background(), sc, "", noEnv, nil)
+			rep, err := scenarios.RunTemp(context.Background(), sc, "", scenarioOpener(noEnv), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestSameFileSameReport(t *testing.T) {
 	}
 	var reps []*scenarios.Report
 	for i := 0; i < 2; i++ {
-		rep, err := runScenario(context.Background(), sc, "", noEnv, nil)
+		rep, err := scenarios.RunTemp(context.Background(), sc, "", scenarioOpener(noEnv), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +233,7 @@ steps:
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := runScenario(context.Background(), sc, "", noEnv, nil)
+			rep, err := scenarios.RunTemp(context.Background(), sc, "", scenarioOpener(noEnv), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,9 +2,12 @@ package schema
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/store"
 )
@@ -42,5 +45,37 @@ func TestMigrationsApplyInOrder(t *testing.T) {
 		if seen[c] == 0 {
 			t.Errorf("no migration of %s", c)
 		}
+	}
+}
+
+// Current accepts a database at this binary's schema and refuses an older
+// one (it cannot be migrated read-only) and a newer one.
+func TestCurrent(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "npcd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(db)
+	all := Migrations()
+	if err := store.Migrate(ctx, db, all[:len(all)-1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := Current(ctx, db); err == nil || !strings.Contains(err.Error(), "start the daemon on it once") {
+		t.Fatalf("older schema: err %v, want a refusal saying how to upgrade", err)
+	}
+	if err := store.Migrate(ctx, db, all); err != nil {
+		t.Fatal(err)
+	}
+	if err := Current(ctx, db); err != nil {
+		t.Fatalf("current schema: %v", err)
+	}
+	last := all[len(all)-1]
+	newer := store.Migration{Component: last.Component, Version: last.Version + 1, Name: "from the future", Up: func(*gorm.DB) error { return nil }}
+	if err := store.Migrate(ctx, db, append(all, newer)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Current(ctx, db); !errors.Is(err, store.ErrSchemaNewer) {
+		t.Fatalf("newer schema: err %v, want store.ErrSchemaNewer", err)
 	}
 }

@@ -1,6 +1,7 @@
 package text
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -65,4 +66,34 @@ func Thousands(n int) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// Counts lists counts as "N key", joined by ", ": the keys of order first,
+// in that order, then the others by count, most first, then by name. Keys
+// counted zero are left out; "" when none is left.
+func Counts(m map[string]int, order ...string) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, k := range order {
+		if !seen[k] && m[k] > 0 {
+			parts = append(parts, strconv.Itoa(m[k])+" "+k)
+		}
+		seen[k] = true
+	}
+	var rest []string
+	for k, n := range m {
+		if !seen[k] && n > 0 {
+			rest = append(rest, k)
+		}
+	}
+	slices.SortFunc(rest, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	for _, k := range rest {
+		parts = append(parts, strconv.Itoa(m[k])+" "+k)
+	}
+	return strings.Join(parts, ", ")
 }

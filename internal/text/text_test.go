@@ -70,3 +70,21 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestCounts(t *testing.T) {
+	m := map[string]int{"sleep": 1, "emergency": 3, "manual": 3, "overflow": 0, "odd": 2}
+	for _, c := range []struct {
+		order []string
+		want  string
+	}{
+		{nil, "3 emergency, 3 manual, 2 odd, 1 sleep"},
+		{[]string{"sleep", "overflow", "emergency"}, "1 sleep, 3 emergency, 3 manual, 2 odd"},
+	} {
+		if got := Counts(m, c.order...); got != c.want {
+			t.Errorf("Counts(order %v) = %q, want %q", c.order, got, c.want)
+		}
+	}
+	if got := Counts(map[string]int{"x": 0}); got != "" {
+		t.Errorf("only zeros: %q, want empty", got)
+	}
+}

@@ -13,6 +13,7 @@
 from .client import (
     Action,
     ActionFeed,
+    BatchItem,
     BatchResult,
     Client,
     Event,
@@ -25,6 +26,7 @@ from .client import (
 __all__ = [
     "Action",
     "ActionFeed",
+    "BatchItem",
     "BatchResult",
     "Client",
     "Event",

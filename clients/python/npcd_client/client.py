@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -16,23 +17,34 @@ DEFAULT_URL = "http://127.0.0.1:8740"
 DEFAULT_TIMEOUT = 180.0
 
 
+# A message that names its field starts with it: "events[0].actor: ...".
+_FIELD_PREFIX = re.compile(r"^([A-Za-z_{][A-Za-z0-9_.\-\[\]{}]*): ")
+
+
 class NpcdError(Exception):
     """An error answer of npcd: its HTTP status, its code (e.g. "not_found",
-    "exists", "too_busy") and its message, safe to show. retry_after is the
-    wait npcd asked for (429, 503) in seconds, or None."""
+    "exists", "invalid_value", "too_busy"), the field it names when it names
+    one (e.g. "events[0].actor", "Idempotency-Key"; else None) and its
+    message, safe to show. retry_after is the wait npcd asked for (429, 503)
+    in seconds, or None."""
 
-    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None,
+                 field: str | None = None) -> None:
         super().__init__(f"npcd: HTTP {status} {code}: {message}")
         self.status = status
         self.code = code
         self.message = message
         self.retry_after = retry_after
+        self.field = field
 
 
 @dataclass(frozen=True)
 class Event:
     """One thing an NPC perceives. id makes posting it idempotent; at (the
-    game's clock) defaults to now; self_ marks the NPC's own act."""
+    game's clock) defaults to now; self_ marks the NPC's own act. actor_id
+    is the actor's stable identity in the game (what the NPC's profile of
+    it keys on, ^[A-Za-z0-9_.:@-]{1,128}$) and actor_name how it is shown;
+    actor alone is both."""
 
     kind: str
     text: str = ""
@@ -42,10 +54,12 @@ class Event:
     id: str = ""
     at: datetime | None = None
     self_: bool = False
+    actor_id: str = ""
+    actor_name: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
-        for name in ("id", "actor", "target", "text", "room"):
+        for name in ("id", "actor", "actor_id", "actor_name", "target", "text", "room"):
             if value := getattr(self, name):
                 out[name] = value
         if self.at is not None:
@@ -105,6 +119,19 @@ class BatchResult:
 
     results: list[TickResult]
     errors: dict[str, dict[str, str]]
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One NPC of a streamed batch tick, as it finished: its result, or its
+    error (a dict with npc, code and error)."""
+
+    result: TickResult | None = None
+    error: dict[str, str] | None = None
+
+    @property
+    def npc(self) -> str:
+        return self.result.npc if self.result else (self.error or {}).get("npc", "")
 
 
 @dataclass(frozen=True)
@@ -169,6 +196,12 @@ class Client:
             raise
         return True
 
+    def patch_npc(self, npc: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Change single settings of NPC npc: patch is a JSON merge patch of
+        its settings (given fields change, nested objects merge). Returns
+        the NPC as stored."""
+        return self._call("PATCH", self._npc(npc), body=patch)[1]
+
     def get_npc(self, npc: str) -> dict[str, Any]:
         return self._call("GET", self._npc(npc))[1]
 
@@ -192,18 +225,39 @@ class Client:
         headers = {"Idempotency-Key": key} if key else None
         return TickResult.from_json(self._call("POST", self._npc(npc, "/tick"), headers=headers)[1])
 
-    def tick_many(self, npcs: Sequence[str] | None = None, keys: Mapping[str, str] | None = None) -> BatchResult:
-        """Tick NPCs in parallel; with none, every NPC with pending events.
-        One NPC's failure (an unknown or malformed id, a busy NPC) does not
-        stop the others."""
-        body: dict[str, Any] = {"npcs": list(npcs or [])}
-        if keys:
-            body["keys"] = dict(keys)
-        out = self._call("POST", "/v1/tick", body=body)[1]
+    def tick_many(self, npcs: Sequence[str] | None = None, keys: Mapping[str, str] | None = None,
+                  scope: str | None = None) -> BatchResult:
+        """Tick NPCs in parallel; with none, every NPC with pending events
+        (of scope, when given). One NPC's failure (an unknown or malformed
+        id, a busy NPC) does not stop the others."""
+        out = self._call("POST", "/v1/tick", body=_batch_body(npcs, keys, scope))[1]
         return BatchResult(
             results=[TickResult.from_json(r) for r in out["results"]],
             errors={e["npc"]: {"code": e["code"], "error": e["error"]} for e in out["errors"]},
         )
+
+    def tick_many_stream(self, npcs: Sequence[str] | None = None, keys: Mapping[str, str] | None = None,
+                         scope: str | None = None) -> Iterator[BatchItem]:
+        """Like tick_many, but yields each NPC's result (or error) as it
+        finishes (NDJSON), so one slow NPC delays no one else's speech."""
+        with self._open("POST", "/v1/tick", body=_batch_body(npcs, keys, scope),
+                        headers={"Accept": "application/x-ndjson"}) as resp:
+            if not resp.headers.get("Content-Type", "").startswith("application/x-ndjson"):
+                # A daemon that does not stream answers the whole batch at once.
+                out = json.loads(resp.read())
+                for r in out["results"]:
+                    yield BatchItem(result=TickResult.from_json(r))
+                for e in out["errors"]:
+                    yield BatchItem(error=dict(e))
+                return
+            for line in resp:
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                if "result" in item:
+                    yield BatchItem(result=TickResult.from_json(item["result"]))
+                else:
+                    yield BatchItem(error=dict(item["error"]))
 
     def get_tick(self, npc: str, tick: int) -> TickResult:
         """What NPC npc's committed tick answered, again."""
@@ -215,10 +269,10 @@ class Client:
         self._call("POST", self._npc(npc, "/tool-results"), body=body)
 
     def actions(self, after: int = 0, limit: int | None = None, wait: float | None = None,
-                npcs: Sequence[str] | None = None) -> Feed:
+                npcs: Sequence[str] | None = None, scope: str | None = None) -> Feed:
         """One page of the action feed: committed ticks after cursor after,
-        in commit order. With nothing new, waits up to wait seconds (at most
-        30) for a commit."""
+        in commit order (of npcs, of scope, when given). With nothing new,
+        waits up to wait seconds (at most 30) for a commit."""
         q: dict[str, str] = {"after": str(int(after))}
         if limit:
             q["limit"] = str(int(limit))
@@ -226,12 +280,53 @@ class Client:
             q["wait"] = f"{int(wait * 1000)}ms"
         if npcs:
             q["npc"] = ",".join(npcs)
+        if scope:
+            q["scope"] = scope
         timeout = self.timeout + (wait or 0)
         out = self._call("GET", "/v1/actions?" + urllib.parse.urlencode(q), timeout=timeout)[1]
         return Feed(ticks=[FeedTick.from_json(t) for t in out["ticks"]], cursor=int(out["cursor"]))
 
+    def stream(self, after: int = 0, npcs: Sequence[str] | None = None,
+               scope: str | None = None) -> Iterator[FeedTick]:
+        """The action feed as server-sent events: each committed tick after
+        cursor after as it commits, until the daemon ends the stream (it
+        shuts down). Resume from the last handled tick's cursor. Reads wait
+        up to the client's timeout (the daemon sends a keepalive every 15 s)."""
+        q: dict[str, str] = {}
+        headers = {"Accept": "text/event-stream"}
+        if after:
+            q["after"] = str(int(after))
+            headers["Last-Event-ID"] = str(int(after))
+        if npcs:
+            q["npc"] = ",".join(npcs)
+        if scope:
+            q["scope"] = scope
+        path = "/v1/actions/stream" + ("?" + urllib.parse.urlencode(q) if q else "")
+        with self._open("GET", path, headers=headers) as resp:
+            event, data = "", []
+            for raw in resp:
+                line = raw.decode().rstrip("\r\n")
+                if line == "":
+                    if data and event in ("tick", ""):
+                        yield FeedTick.from_json(json.loads("\n".join(data)))
+                    event, data = "", []
+                    continue
+                if line.startswith(":"):
+                    continue
+                name, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if name == "data":
+                    data.append(value)
+                elif name == "event":
+                    event = value
+
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/healthz")[1]
+
+    def openapi(self) -> str:
+        """The OpenAPI document the daemon serves."""
+        with self._open("GET", "/openapi.yaml", headers={"Accept": "application/yaml"}) as resp:
+            return resp.read().decode()
 
     # --- plumbing
 
@@ -240,6 +335,13 @@ class Client:
 
     def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None,
               headers: Mapping[str, str] | None = None, timeout: float | None = None) -> tuple[int, Any]:
+        with self._open(method, path, body=body, headers=headers, timeout=timeout) as resp:
+            raw = resp.read()
+            return resp.status, json.loads(raw) if raw else None
+
+    def _open(self, method: str, path: str, body: Mapping[str, Any] | None = None,
+              headers: Mapping[str, str] | None = None, timeout: float | None = None) -> Any:
+        """The response of a successful call, to use in a with statement."""
         data = None
         req = urllib.request.Request(self.base_url + path, method=method)
         req.add_header("Accept", "application/json")
@@ -251,19 +353,30 @@ class Client:
         for k, v in (headers or {}).items():
             req.add_header(k, v)
         try:
-            with urllib.request.urlopen(req, data=data, timeout=timeout or self.timeout) as resp:
-                raw = resp.read()
-                return resp.status, json.loads(raw) if raw else None
+            return urllib.request.urlopen(req, data=data, timeout=timeout or self.timeout)
         except urllib.error.HTTPError as e:
             raw = e.read()
-            code, message = "", raw.decode(errors="replace")[:500]
+            code, message, field_ = "", raw.decode(errors="replace")[:500], None
             try:
                 err = json.loads(raw)["error"]
                 code, message = err["code"], err["message"]
-            except (ValueError, KeyError, TypeError):
+                field_ = err.get("field")
+                if field_ is None and (m := _FIELD_PREFIX.match(message)):
+                    field_ = m.group(1)
+            except (ValueError, KeyError, TypeError, AttributeError):
                 pass
             retry = e.headers.get("Retry-After")
-            raise NpcdError(e.code, code, message, float(retry) if retry and retry.isdigit() else None) from None
+            raise NpcdError(e.code, code, message, float(retry) if retry and retry.isdigit() else None,
+                            field_) from None
+
+
+def _batch_body(npcs: Sequence[str] | None, keys: Mapping[str, str] | None, scope: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"npcs": list(npcs or [])}
+    if keys:
+        body["keys"] = dict(keys)
+    if scope:
+        body["scope"] = scope
+    return body
 
 
 class ActionFeed:
@@ -281,17 +394,19 @@ class ActionFeed:
     """
 
     def __init__(self, client: Client, cursor: int = 0, wait: float = 20.0, limit: int = 100,
-                 npcs: Sequence[str] | None = None) -> None:
+                 npcs: Sequence[str] | None = None, scope: str | None = None) -> None:
         self.client = client
         self.cursor = cursor
         self.wait = wait
         self.limit = limit
         self.npcs = list(npcs) if npcs else None
+        self.scope = scope
 
     def poll(self) -> list[FeedTick]:
         """The next page, waiting up to wait seconds for one; it does not
         move cursor (set it to the last tick's cursor once handled)."""
-        return self.client.actions(after=self.cursor, limit=self.limit, wait=self.wait, npcs=self.npcs).ticks
+        return self.client.actions(after=self.cursor, limit=self.limit, wait=self.wait, npcs=self.npcs,
+                                   scope=self.scope).ticks
 
     def __iter__(self) -> Iterator[FeedTick]:
         while True:

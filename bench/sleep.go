@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -6,46 +6,19 @@ import (
 	"io"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/sleep"
 )
 
-func benchSleepCommands(stdout io.Writer) []*cobra.Command {
-	var npcs, entries, workers int
-	sweep := &cobra.Command{
-		Use:   "sleep",
-		Short: "Wall time of a sleep sweep over many NPCs (consolidation and compaction, builtin model)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return benchSleepSweep(cmd.Context(), stdout, npcs, entries, workers)
-		},
-	}
-	sweep.Flags().IntVar(&npcs, "npcs", 1000, "NPCs to put to sleep")
-	sweep.Flags().IntVar(&entries, "entries", 20, "journal entries each NPC consolidates")
-	sweep.Flags().IntVar(&workers, "workers", 8, "sleeps run at once")
-	var scheduled int
-	var idle time.Duration
-	sched := &cobra.Command{
-		Use:   "schedule",
-		Short: "Idle CPU and memory cost of many scheduled NPC sleeps",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return benchSchedule(stdout, scheduled, idle)
-		},
-	}
-	sched.Flags().IntVar(&scheduled, "npcs", 10000, "NPCs with a sleep schedule")
-	sched.Flags().DurationVar(&idle, "idle", 30*time.Second, "how long to watch the idle scheduler")
-	return []*cobra.Command{sweep, sched}
-}
-
-func benchSleepSweep(ctx context.Context, out io.Writer, npcs, entries, workers int) error {
-	a, done, err := benchApp(ctx, appOptions{})
+// SleepSweep puts npcs NPCs to sleep with workers at once, each with
+// entries journal entries to consolidate and a context past the sleep
+// threshold, and reports the sweep's wall time; then sweeps again, with
+// nothing new.
+func SleepSweep(ctx context.Context, out io.Writer, h Harness, npcs, entries, workers int) error {
+	a, done, err := h.Open(ctx, Options{})
 	if err != nil {
 		return err
 	}
@@ -58,7 +31,7 @@ func benchSleepSweep(ctx context.Context, out io.Writer, npcs, entries, workers 
 		ids[i] = fmt.Sprintf("npc-%04d", i)
 		c := benchNPC(ids[i])
 		c.ContextWindow = 4096
-		if _, err := a.engine.PutNPC(ctx, c); err != nil {
+		if _, err := a.Engine.PutNPC(ctx, c); err != nil {
 			return err
 		}
 		var es []*journal.Entry
@@ -66,10 +39,10 @@ func benchSleepSweep(ctx context.Context, out io.Writer, npcs, entries, workers 
 			t := fmt.Sprintf(`[2026-11-2%d 10:%02d] alice%d says: %q`, j%10, j%60, j%5, texts[j%len(texts)])
 			es = append(es, &journal.Entry{Type: journal.TypeConversation, Content: t, Importance: journal.Importance("say", t)})
 		}
-		if err := a.journal.Add(ctx, ids[i], es...); err != nil {
+		if err := a.Journal.Add(ctx, ids[i], es...); err != nil {
 			return err
 		}
-		c, _ = a.chars.Get(ctx, ids[i])
+		c, _ = a.Chars.Get(ctx, ids[i])
 		if err := fillHistory(ctx, a, ids[i], int(0.75*float64(c.ContextWindow))-c.ContextTokens()); err != nil {
 			return err
 		}
@@ -86,7 +59,7 @@ func benchSleepSweep(ctx context.Context, out io.Writer, npcs, entries, workers 
 		go func() {
 			defer wg.Done()
 			for id := range work {
-				rep, err := a.engine.Sleep(ctx, id)
+				rep, err := a.Engine.Sleep(ctx, id)
 				if err != nil {
 					errc <- err
 					return
@@ -117,7 +90,7 @@ func benchSleepSweep(ctx context.Context, out io.Writer, npcs, entries, workers 
 	// A second sweep finds nothing new.
 	start = time.Now()
 	for _, id := range ids {
-		if _, err := a.engine.Sleep(ctx, id); err != nil {
+		if _, err := a.Engine.Sleep(ctx, id); err != nil {
 			return err
 		}
 	}
@@ -125,13 +98,9 @@ func benchSleepSweep(ctx context.Context, out io.Writer, npcs, entries, workers 
 	return nil
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func benchSchedule(out io.Writer, n int, idle time.Duration) error {
+// Schedule measures the idle CPU and memory cost of n scheduled NPC
+// sleeps, watched for idle.
+func Schedule(out io.Writer, n int, idle time.Duration) error {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -1,45 +1,19 @@
-package main
+package api
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"github.com/npcd/npcd/internal/schema"
 	"io"
 	"net/http"
 	"strconv"
-
-	"gorm.io/gorm"
-
-	"github.com/npcd/npcd/store"
 )
 
-// schemaCurrent checks that a database opened read-only is at the schema
-// this binary knows: an older one cannot be migrated without writing, and a
-// newer one may hold what this binary cannot read.
-func schemaCurrent(ctx context.Context, db *gorm.DB) error {
-	have, err := store.Versions(ctx, db)
-	if err != nil {
-		return fmt.Errorf("read the schema version (is this an npcd database?): %w", err)
-	}
-	latest := map[string]int{}
-	var order []string
-	for _, m := range schema.Migrations() {
-		if _, ok := latest[m.Component]; !ok {
-			order = append(order, m.Component)
-		}
-		latest[m.Component] = max(latest[m.Component], m.Version)
-	}
-	for _, comp := range order {
-		switch v := have[comp]; {
-		case v < latest[comp]:
-			return fmt.Errorf("the database is at %s schema %d, this npcd needs %d: start the daemon on it once to upgrade it",
-				comp, v, latest[comp])
-		case v > latest[comp]:
-			return fmt.Errorf("%w: %s is at version %d, this binary knows %d", store.ErrSchemaNewer, comp, v, latest[comp])
-		}
-	}
-	return nil
+// NewInProcessClient returns a client that serves each request with h in
+// the same process, nothing crossing a network: a Client talks to a Server
+// over a database file exactly as it talks to a daemon. base only names
+// the server in URLs and errors.
+func NewInProcessClient(base string, h http.Handler) *Client {
+	return NewClient(base, "", &http.Client{Transport: handlerTransport{h: h}})
 }
 
 // handlerTransport is an http.RoundTripper that serves each request with an

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -13,73 +13,51 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/tick"
 )
 
-// tickBench is what one run of npcd bench ticks measures.
-type tickBench struct {
-	npcs    []int
-	ticks   int
-	history int           // tokens of archived life each NPC starts with
-	others  int           // messages of other, never-ticked NPCs in the database
-	latency time.Duration // the fake model's latency per call
-	workers int
-	json    bool
-	http    bool
+// TickOptions are what one run of Ticks measures.
+type TickOptions struct {
+	NPCs    []int         // NPC counts, one measurement each
+	Ticks   int           // ticks per measurement
+	History int           // tokens of archived life each NPC starts with
+	Others  int           // messages of other, never-ticked NPCs in the database
+	Latency time.Duration // the fake model's latency per call
+	Workers int           // ticks run at once
+	JSON    bool          // one JSON object per measurement
+	HTTP    bool          // through the daemon on a loopback port
 }
 
-func benchTicksCommand(stdout, stderr io.Writer) *cobra.Command {
-	var b tickBench
-	cmd := &cobra.Command{
-		Use:   "ticks",
-		Short: "Tick throughput and npcd's own overhead per tick, for each NPC count",
-		Long: `Ticks many NPCs in-process (each round posts one event to every NPC, then ticks them all
-with concurrent workers) and reports ticks per second, npcd's overhead per tick without the
-model's time (p50/p95/p99), CPU time, allocations per tick and the process's peak RSS.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case b.ticks < 1:
-				return fmt.Errorf("--ticks must be at least 1")
-			case b.workers < 1:
-				return fmt.Errorf("--workers must be at least 1")
-			case b.history < 0:
-				return fmt.Errorf("--history must not be negative")
-			case b.others < 0:
-				return fmt.Errorf("--others must not be negative")
-			case b.latency < 0:
-				return fmt.Errorf("--latency must not be negative")
-			case len(b.npcs) == 0:
-				return fmt.Errorf("--npcs needs at least one count")
-			case b.http && (b.history > 0 || b.latency > 0 || b.others > 0):
-				return fmt.Errorf("--http runs the daemon as configured: it takes neither --history, --others nor --latency")
-			}
-			for _, n := range b.npcs {
-				if n < 1 {
-					return fmt.Errorf("--npcs must hold counts of at least 1, not %d", n)
-				}
-			}
-			return benchTicks(cmd.Context(), stdout, stderr, b)
-		},
+// Check refuses bad options, naming the flag of npcd bench ticks.
+func (b TickOptions) Check() error {
+	switch {
+	case b.Ticks < 1:
+		return fmt.Errorf("--ticks must be at least 1")
+	case b.Workers < 1:
+		return fmt.Errorf("--workers must be at least 1")
+	case b.History < 0:
+		return fmt.Errorf("--history must not be negative")
+	case b.Others < 0:
+		return fmt.Errorf("--others must not be negative")
+	case b.Latency < 0:
+		return fmt.Errorf("--latency must not be negative")
+	case len(b.NPCs) == 0:
+		return fmt.Errorf("--npcs needs at least one count")
+	case b.HTTP && (b.History > 0 || b.Latency > 0 || b.Others > 0):
+		return fmt.Errorf("--http runs the daemon as configured: it takes neither --history, --others nor --latency")
 	}
-	f := cmd.Flags()
-	f.IntSliceVar(&b.npcs, "npcs", []int{1, 100}, "NPC counts to measure")
-	f.IntVar(&b.ticks, "ticks", 2000, "ticks per measurement")
-	f.IntVar(&b.history, "history", 0, "tokens of archived history each NPC holds before the run")
-	f.IntVar(&b.others, "others", 0, "messages of other NPCs (never ticked) in the database before the run, e.g. 1000000")
-	f.DurationVar(&b.latency, "latency", 0, "latency of each model call (a fake model in front of the builtin one), e.g. 200ms")
-	f.IntVar(&b.workers, "workers", tick.MaxBatchWorkers, "ticks run at once")
-	f.BoolVar(&b.json, "json", false, "print one JSON object per measurement")
-	f.BoolVar(&b.http, "http", false, "tick through the real daemon on a loopback port: one client request per NPC tick, then batches of 100 (latencies include the model)")
-	return cmd
+	for _, n := range b.NPCs {
+		if n < 1 {
+			return fmt.Errorf("--npcs must hold counts of at least 1, not %d", n)
+		}
+	}
+	return nil
 }
 
-// tickMeasure is one measurement, as --json prints it.
-type tickMeasure struct {
+// TickMeasure is one measurement, as --json prints it.
+type TickMeasure struct {
 	// Mode is "in-process", "http-npc" (a request per NPC tick) or
 	// "http-batch" (POST /v1/tick with 100 NPCs a request).
 	Mode          string  `json:"mode"`
@@ -131,28 +109,36 @@ func (m timedModel) Chat(ctx context.Context, req llm.Request) (llm.Response, er
 	return resp, err
 }
 
-func benchTicks(ctx context.Context, out, progress io.Writer, b tickBench) error {
-	if !b.json {
+// Ticks ticks many NPCs (each round posts one event to every NPC, then
+// ticks them all with concurrent workers) and reports ticks per second,
+// npcd's overhead per tick without the model's time (p50/p95/p99), CPU
+// time, allocations per tick and the process's peak RSS, for each NPC
+// count; with b.HTTP, through the daemon, per NPC and in batches.
+func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOptions) error {
+	if err := b.Check(); err != nil {
+		return err
+	}
+	if !b.JSON {
 		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), SQLite, %d ticks each, %d workers, %d tokens of archived history per NPC, %d messages of other NPCs\n",
-			b.latency, b.ticks, b.workers, b.history, b.others)
+			b.Latency, b.Ticks, b.Workers, b.History, b.Others)
 		fmt.Fprintf(out, "  %-10s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
 			"mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
 	}
-	var runs []func() (*tickMeasure, error)
-	for _, n := range b.npcs {
-		if b.http {
-			runs = append(runs, func() (*tickMeasure, error) { return benchHTTP(ctx, b, n, "npc") },
-				func() (*tickMeasure, error) { return benchHTTP(ctx, b, n, "batch") })
+	var runs []func() (*TickMeasure, error)
+	for _, n := range b.NPCs {
+		if b.HTTP {
+			runs = append(runs, func() (*TickMeasure, error) { return benchHTTP(ctx, h, b, n, "npc") },
+				func() (*TickMeasure, error) { return benchHTTP(ctx, h, b, n, "batch") })
 			continue
 		}
-		runs = append(runs, func() (*tickMeasure, error) { return benchTicksOnce(ctx, progress, b, n) })
+		runs = append(runs, func() (*TickMeasure, error) { return benchTicksOnce(ctx, progress, h, b, n) })
 	}
 	for _, run := range runs {
 		m, err := run()
 		if err != nil {
 			return err
 		}
-		if b.json {
+		if b.JSON {
 			if err := json.NewEncoder(out).Encode(m); err != nil {
 				return err
 			}
@@ -169,16 +155,16 @@ func benchTicks(ctx context.Context, out, progress io.Writer, b tickBench) error
 // timed model in front of the builtin one.
 const benchModel = "bench-builtin"
 
-func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int) (*tickMeasure, error) {
-	a, done, err := benchApp(ctx, appOptions{
-		remote:     timedModel{inner: llm.NewBuiltin(), latency: b.latency},
-		tickConfig: func(c *tick.Config) { c.MaxConcurrentCalls = max(c.MaxConcurrentCalls, b.workers) },
+func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOptions, n int) (*TickMeasure, error) {
+	a, done, err := h.Open(ctx, Options{
+		Remote:     timedModel{inner: llm.NewBuiltin(), latency: b.Latency},
+		TickConfig: func(c *tick.Config) { c.MaxConcurrentCalls = max(c.MaxConcurrentCalls, b.Workers) },
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	others, err := fillOthers(ctx, progress, a, b.others)
+	others, err := fillOthers(ctx, progress, a, b.Others)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +173,11 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 		ids[i] = fmt.Sprintf("npc-%d", i)
 		c := benchNPC(ids[i])
 		c.Model = benchModel
-		if _, err := a.engine.PutNPC(ctx, c); err != nil {
+		if _, err := a.Engine.PutNPC(ctx, c); err != nil {
 			return nil, err
 		}
-		if b.history > 0 {
-			if err := fillArchive(ctx, a, ids[i], b.history); err != nil {
+		if b.History > 0 {
+			if err := fillArchive(ctx, a, ids[i], b.History); err != nil {
 				return nil, err
 			}
 			if progress != nil && (i+1)%100 == 0 {
@@ -199,10 +185,10 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 			}
 		}
 	}
-	if progress != nil && b.history > 0 && n >= 100 {
+	if progress != nil && b.History > 0 && n >= 100 {
 		fmt.Fprintln(progress)
 	}
-	rounds := max(1, b.ticks/n)
+	rounds := max(1, b.Ticks/n)
 	var overhead []time.Duration
 	var modelTotal time.Duration
 	var elapsed time.Duration
@@ -220,7 +206,7 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 		}
 		for _, id := range ids {
 			ev := tick.EventInput{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword, %s?", r, id)}
-			if _, _, err := a.engine.PostEvents(ctx, id, []tick.EventInput{ev}); err != nil {
+			if _, _, err := a.Engine.PostEvents(ctx, id, []tick.EventInput{ev}); err != nil {
 				return nil, err
 			}
 		}
@@ -233,7 +219,7 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 		work := make(chan int)
 		var wg sync.WaitGroup
 		start := time.Now()
-		for w := 0; w < min(b.workers, len(ids)); w++ {
+		for w := 0; w < min(b.Workers, len(ids)); w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -241,7 +227,7 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 					var acc atomic.Int64
 					tctx := context.WithValue(ctx, modelTimeKey{}, &acc)
 					t0 := time.Now()
-					res, err := a.engine.Tick(tctx, ids[i])
+					res, err := a.Engine.Tick(tctx, ids[i])
 					results[i] = one{total: time.Since(t0), model: time.Duration(acc.Load()), res: res, err: err}
 				}
 			}()
@@ -272,8 +258,8 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return &tickMeasure{
-		Mode: "in-process", NPCs: n, Ticks: total, HistoryTokens: b.history, OtherMessages: others, LatencyMS: float64(b.latency.Microseconds()) / 1000,
+	return &TickMeasure{
+		Mode: "in-process", NPCs: n, Ticks: total, HistoryTokens: b.History, OtherMessages: others, LatencyMS: float64(b.Latency.Microseconds()) / 1000,
 		TicksPerS: float64(total) / elapsed.Seconds(),
 		P50MS:     pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
 		ModelMS:           float64(modelTotal.Microseconds()) / 1000 / float64(total),
@@ -289,17 +275,17 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, b tickBench, n int)
 // live and archived conversation spread over up to 100 NPCs: a world whose
 // other inhabitants have lived long must not slow the ones that tick.
 // It returns how many messages the other NPCs hold, as stored.
-func fillOthers(ctx context.Context, progress io.Writer, a *app, messages int) (int, error) {
+func fillOthers(ctx context.Context, progress io.Writer, a *World, messages int) (int, error) {
 	if messages == 0 {
 		return 0, nil
 	}
-	counter := a.engine.Counter(benchModel)
+	counter := a.Engine.Counter(benchModel)
 	npcs := max(1, min(100, messages/1000))
 	for k := 0; k < npcs; k++ {
 		id := fmt.Sprintf("other-%d", k)
 		c := benchNPC(id)
 		c.Model = benchModel
-		if _, err := a.engine.PutNPC(ctx, c); err != nil {
+		if _, err := a.Engine.PutNPC(ctx, c); err != nil {
 			return 0, err
 		}
 		left := messages / npcs
@@ -316,7 +302,7 @@ func fillOthers(ctx context.Context, progress io.Writer, a *app, messages int) (
 				batch = append(batch, &character.Message{Role: role, Turn: 1, Content: text})
 				left--
 			}
-			if err := a.chars.AppendMessages(ctx, id, batch, counter, 8192); err != nil {
+			if err := a.Chars.AppendMessages(ctx, id, batch, counter, 8192); err != nil {
 				return 0, err
 			}
 			// Most of a long life is archived; the last batch stays live.
@@ -325,7 +311,7 @@ func fillOthers(ctx context.Context, progress io.Writer, a *app, messages int) (
 				for i, m := range batch {
 					msgIDs[i] = m.ID
 				}
-				if err := a.chars.Archive(ctx, id, msgIDs, nil); err != nil {
+				if err := a.Chars.Archive(ctx, id, msgIDs, nil); err != nil {
 					return 0, err
 				}
 			}
@@ -339,7 +325,7 @@ func fillOthers(ctx context.Context, progress io.Writer, a *app, messages int) (
 	}
 	stored := 0
 	for k := 0; k < npcs; k++ {
-		live, archived, err := a.chars.CountMessages(ctx, fmt.Sprintf("other-%d", k))
+		live, archived, err := a.Chars.CountMessages(ctx, fmt.Sprintf("other-%d", k))
 		if err != nil {
 			return 0, err
 		}
@@ -351,8 +337,8 @@ func fillOthers(ctx context.Context, progress io.Writer, a *app, messages int) (
 // fillArchive gives NPC id an archived past of about tokens tokens: plain
 // conversation, written and archived without a model, as if compacted long
 // ago. The live history stays as it was.
-func fillArchive(ctx context.Context, a *app, id string, tokens int) error {
-	counter := a.engine.Counter(benchModel)
+func fillArchive(ctx context.Context, a *World, id string, tokens int) error {
+	counter := a.Engine.Counter(benchModel)
 	total := 0
 	for total < tokens {
 		var batch []*character.Message
@@ -363,14 +349,14 @@ func fillArchive(ctx context.Context, a *app, id string, tokens int) error {
 			batch = append(batch, u, r)
 			total += counter.Message(u.Full()) + counter.Message(r.Full())
 		}
-		if err := a.chars.AppendMessages(ctx, id, batch, counter, 8192); err != nil {
+		if err := a.Chars.AppendMessages(ctx, id, batch, counter, 8192); err != nil {
 			return err
 		}
 		ids := make([]int64, len(batch))
 		for i, m := range batch {
 			ids[i] = m.ID
 		}
-		if err := a.chars.Archive(ctx, id, ids, nil); err != nil {
+		if err := a.Chars.Archive(ctx, id, ids, nil); err != nil {
 			return err
 		}
 	}

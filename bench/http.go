@@ -1,12 +1,9 @@
-package main
+package bench
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -20,33 +17,13 @@ import (
 // (mode "npc"), or post events to every NPC and tick them in batches of
 // batchSize with POST /v1/tick (mode "batch"). Latencies are whole requests,
 // the model's time included.
-func benchHTTP(ctx context.Context, b tickBench, n int, mode string) (*tickMeasure, error) {
-	dir, err := os.MkdirTemp("", "npcd-bench-http-")
+func benchHTTP(ctx context.Context, h Harness, b TickOptions, n int, mode string) (*TickMeasure, error) {
+	addr, stop, err := h.Serve(ctx, b.Workers)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	cfg := defaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DB = filepath.Join(dir, "bench.db")
-	cfg.LogLevel = "error"
-	cfg.MaxConcurrentCalls = max(cfg.MaxConcurrentCalls, b.workers)
-	sctx, stop := context.WithCancel(ctx)
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve(sctx, cfg, io.Discard, ready) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		stop()
-		return nil, fmt.Errorf("serve: %w", err)
-	}
-	defer func() {
-		stop()
-		<-done
-	}()
-	hc := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: b.workers}}
+	defer stop()
+	hc := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: b.Workers}}
 	client := api.NewClient("http://"+addr, "", hc)
 	ids := make([]string, n)
 	for i := range ids {
@@ -56,7 +33,7 @@ func benchHTTP(ctx context.Context, b tickBench, n int, mode string) (*tickMeasu
 			return nil, err
 		}
 	}
-	rounds := max(1, b.ticks/n)
+	rounds := max(1, b.Ticks/n)
 	var lat []time.Duration
 	var mu sync.Mutex
 	var elapsed time.Duration
@@ -85,7 +62,7 @@ func benchHTTP(ctx context.Context, b tickBench, n int, mode string) (*tickMeasu
 		errc := make(chan error, 1)
 		var wg sync.WaitGroup
 		start := time.Now()
-		for w := 0; w < min(b.workers, len(units)); w++ {
+		for w := 0; w < min(b.Workers, len(units)); w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -136,7 +113,7 @@ func benchHTTP(ctx context.Context, b tickBench, n int, mode string) (*tickMeasu
 	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return &tickMeasure{
+	return &TickMeasure{
 		NPCs: n, Ticks: len(lat), Mode: "http-" + mode, TicksPerS: float64(len(lat)) / elapsed.Seconds(),
 		P50MS: pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
 		CPUMSPerTick: float64(cpu.Microseconds()) / 1000 / float64(len(lat)),

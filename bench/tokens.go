@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -8,16 +8,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/spf13/cobra"
-
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"
 	"github.com/npcd/npcd/tick"
 )
 
-// tokenMeasure is one strategy's prompt cost and recall in a bench tokens run.
-type tokenMeasure struct {
+// TokenMeasure is one strategy's prompt cost and recall in a bench tokens run.
+type TokenMeasure struct {
 	Strategy string  `json:"strategy"`
 	Ticks    int     `json:"ticks"`
 	Mean     int     `json:"mean"`
@@ -30,38 +28,29 @@ type tokenMeasure struct {
 	Recall   float64 `json:"facts_reachable_share"`
 }
 
-type benchTokensOptions struct {
-	turns, window, obsBytes, factEvery, sleepEvery int
-	json                                           bool
+// TokenOptions are what one run of Tokens replays.
+type TokenOptions struct {
+	Turns      int  // turns to replay
+	Window     int  // context window of the NPC (and of the truncation baseline)
+	ObsBytes   int  // size of each look observation
+	FactEvery  int  // a fact is planted every this many turns
+	SleepEvery int  // a sleep every this many turns; 0 never
+	JSON       bool // one JSON object a line per strategy
 }
 
-func benchTokensCommand(stdout, stderr io.Writer) *cobra.Command {
-	var o benchTokensOptions
-	cmd := &cobra.Command{
-		Use:   "tokens",
-		Short: "Prompt tokens per tick of a long run against unbounded history and drop-the-oldest-half truncation, with planted facts",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case o.turns < 1:
-				return fmt.Errorf("--turns must be at least 1")
-			case o.factEvery < 1:
-				return fmt.Errorf("--fact-every must be at least 1")
-			case o.obsBytes < 1:
-				return fmt.Errorf("--observation-bytes must be at least 1")
-			case o.sleepEvery < 0:
-				return fmt.Errorf("--sleep-every must not be negative")
-			}
-			return benchTokens(cmd.Context(), stdout, stderr, o)
-		},
+// Check refuses bad options, naming the flag of npcd bench tokens.
+func (o TokenOptions) Check() error {
+	switch {
+	case o.Turns < 1:
+		return fmt.Errorf("--turns must be at least 1")
+	case o.FactEvery < 1:
+		return fmt.Errorf("--fact-every must be at least 1")
+	case o.ObsBytes < 1:
+		return fmt.Errorf("--observation-bytes must be at least 1")
+	case o.SleepEvery < 0:
+		return fmt.Errorf("--sleep-every must not be negative")
 	}
-	cmd.Flags().IntVar(&o.turns, "turns", 1500, "turns to replay")
-	cmd.Flags().IntVar(&o.window, "window", 8192, "context window of the NPC (and the truncation baseline)")
-	cmd.Flags().IntVar(&o.obsBytes, "observation-bytes", 1200, "size of each look observation")
-	cmd.Flags().IntVar(&o.factEvery, "fact-every", 15, "plant a fact every this many turns")
-	cmd.Flags().IntVar(&o.sleepEvery, "sleep-every", 100, "sleep (a night) every this many turns; 0 never")
-	cmd.Flags().BoolVar(&o.json, "json", false, "one JSON object a line per strategy")
-	return cmd
+	return nil
 }
 
 // plantedFact is an order a named traveler placed; it is reachable when a
@@ -91,26 +80,27 @@ func benchFact(i int) plantedFact {
 	return plantedFact{who: name, item: benchItems[(i*7)%len(benchItems)], price: fmt.Sprintf("%d silver", 11+(i*37)%89)}
 }
 
-// benchTokens replays one long run through the engine and, from the same
+// Tokens replays one long run through the engine and, from the same
 // messages, prices what an unbounded history and a drop-the-oldest-half
 // truncation would have sent.
-func benchTokens(ctx context.Context, out, progress io.Writer, o benchTokensOptions) error {
-	a, done, err := benchApp(ctx, appOptions{})
+func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOptions) error {
+	if err := o.Check(); err != nil {
+		return err
+	}
+	a, done, err := h.Open(ctx, Options{})
 	if err != nil {
 		return err
 	}
 	defer done()
-	room := "You see the forge: an anvil scarred by years of work, a quench tub of black water, tongs and hammers on the wall, " +
-		"a rack of half-finished blades, sacks of charcoal, a bellows with a patched leather side, and through the door the muddy square of Oakvale. "
-	room = strings.Repeat(room, o.obsBytes/len(room)+1)[:o.obsBytes]
+	room := forgeRoom(o.ObsBytes)
 	c := benchNPC("brom")
-	c.ContextWindow = o.window
+	c.ContextWindow = o.Window
 	c.Tools = store.NewJSON(append(character.DefaultTools(),
 		character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true}))
-	if _, err := a.engine.PutNPC(ctx, c); err != nil {
+	if _, err := a.Engine.PutNPC(ctx, c); err != nil {
 		return err
 	}
-	if c, err = a.chars.Get(ctx, c.ID); err != nil {
+	if c, err = a.Chars.Get(ctx, c.ID); err != nil {
 		return err
 	}
 
@@ -122,11 +112,11 @@ func benchTokens(ctx context.Context, out, progress io.Writer, o benchTokensOpti
 	var lastID int64
 	limit := c.ContextWindow - c.MaxOutputTokens - llm.ReplyPriming
 
-	for turn := 0; turn < o.turns; turn++ {
+	for turn := 0; turn < o.Turns; turn++ {
 		var text string
 		actor := "alice"
 		switch {
-		case turn%o.factEvery == o.factEvery/2:
+		case turn%o.FactEvery == o.FactEvery/2:
 			f := benchFact(len(facts))
 			facts = append(facts, f)
 			actor = f.who
@@ -136,11 +126,11 @@ func benchTokens(ctx context.Context, out, progress io.Writer, o benchTokensOpti
 		default:
 			text = fmt.Sprintf("Turn %d: the north road is busy today, and the miller's cart lost a wheel again.", turn)
 		}
-		if _, _, err := a.engine.PostEvents(ctx, c.ID, []tick.EventInput{{Kind: "say", Actor: actor, Text: text}}); err != nil {
+		if _, _, err := a.Engine.PostEvents(ctx, c.ID, []tick.EventInput{{Kind: "say", Actor: actor, Text: text}}); err != nil {
 			return err
 		}
 		for {
-			res, err := a.engine.Tick(ctx, c.ID)
+			res, err := a.Engine.Tick(ctx, c.ID)
 			if err != nil {
 				return err
 			}
@@ -149,7 +139,7 @@ func benchTokens(ctx context.Context, out, progress io.Writer, o benchTokensOpti
 			}
 			// What this tick wrote: its inputs came before the first
 			// reply, and the baselines would have sent them too.
-			msgs, err := a.chars.History(ctx, c.ID, character.HistoryQuery{After: lastID})
+			msgs, err := a.Chars.History(ctx, c.ID, character.HistoryQuery{After: lastID})
 			if err != nil {
 				return err
 			}
@@ -198,27 +188,27 @@ func benchTokens(ctx context.Context, out, progress io.Writer, o benchTokensOpti
 			for _, id := range res.Awaiting {
 				results = append(results, tick.ToolResult{CallID: id, Content: room})
 			}
-			if err := a.engine.PostToolResults(ctx, c.ID, results); err != nil {
+			if err := a.Engine.PostToolResults(ctx, c.ID, results); err != nil {
 				return err
 			}
 		}
-		if o.sleepEvery > 0 && (turn+1)%o.sleepEvery == 0 {
-			if _, err := a.engine.Sleep(ctx, c.ID); err != nil {
+		if o.SleepEvery > 0 && (turn+1)%o.SleepEvery == 0 {
+			if _, err := a.Engine.Sleep(ctx, c.ID); err != nil {
 				return err
 			}
 		}
 		if progress != nil && (turn+1)%100 == 0 {
-			fmt.Fprintf(progress, "\rtokens: %d/%d turns", turn+1, o.turns)
+			fmt.Fprintf(progress, "\rtokens: %d/%d turns", turn+1, o.Turns)
 		}
 	}
-	if progress != nil && o.turns >= 100 {
+	if progress != nil && o.Turns >= 100 {
 		fmt.Fprintln(progress)
 	}
 
 	// Reachability at the end of the run: npcd holds a fact when its live
 	// history (summary included) or the top 5 of a memory search for the
 	// traveler's order holds it; a baseline only by what it still sends.
-	live, err := a.chars.LiveMessages(ctx, c.ID)
+	live, err := a.Chars.LiveMessages(ctx, c.ID)
 	if err != nil {
 		return err
 	}
@@ -227,7 +217,7 @@ func benchTokens(ctx context.Context, out, progress io.Writer, o benchTokensOpti
 		liveText.WriteString(m.Content)
 		liveText.WriteByte('\n')
 	}
-	all, err := a.chars.History(ctx, c.ID, character.HistoryQuery{})
+	all, err := a.Chars.History(ctx, c.ID, character.HistoryQuery{})
 	if err != nil {
 		return err
 	}
@@ -257,7 +247,7 @@ func benchTokens(ctx context.Context, out, progress io.Writer, o benchTokensOpti
 			reached["npcd"]++
 			continue
 		}
-		hits, err := a.retriever.Search(ctx, c.ID, fmt.Sprintf("What did %s order, and for how much?", f.who), 5)
+		hits, err := a.Retriever.Search(ctx, c.ID, fmt.Sprintf("What did %s order, and for how much?", f.who), 5)
 		if err != nil {
 			return err
 		}
@@ -273,8 +263,8 @@ func benchTokens(ctx context.Context, out, progress io.Writer, o benchTokensOpti
 	for _, v := range unbounded {
 		unboundedTotal += int64(v)
 	}
-	measure := func(name string, per []int) tokenMeasure {
-		m := tokenMeasure{Strategy: name, Ticks: len(per), Facts: len(facts), Reached: reached[name]}
+	measure := func(name string, per []int) TokenMeasure {
+		m := TokenMeasure{Strategy: name, Ticks: len(per), Facts: len(facts), Reached: reached[name]}
 		for _, v := range per {
 			m.Total += int64(v)
 		}
@@ -292,8 +282,8 @@ func benchTokens(ctx context.Context, out, progress io.Writer, o benchTokensOpti
 		}
 		return m
 	}
-	ms := []tokenMeasure{measure("npcd", npcd), measure("unbounded", unbounded), measure("truncation", truncated)}
-	if o.json {
+	ms := []TokenMeasure{measure("npcd", npcd), measure("unbounded", unbounded), measure("truncation", truncated)}
+	if o.JSON {
 		enc := json.NewEncoder(out)
 		for _, m := range ms {
 			if err := enc.Encode(m); err != nil {
@@ -303,7 +293,7 @@ func benchTokens(ctx context.Context, out, progress io.Writer, o benchTokensOpti
 		return nil
 	}
 	fmt.Fprintf(out, "%d turns, builtin model, window %d, a look observation (%d bytes) every third turn, a fact every %d turns, a sleep every %d turns\n",
-		o.turns, o.window, len(room), o.factEvery, o.sleepEvery)
+		o.Turns, o.Window, len(room), o.FactEvery, o.SleepEvery)
 	for _, m := range ms {
 		fmt.Fprintf(out, "  %-10s prompt tokens per tick mean %6d  p50 %6d  p95 %6d  (%5.1f%% of unbounded)  facts reachable %d/%d (%.1f%%)\n",
 			m.Strategy, m.Mean, m.P50, m.P95, m.Share*100, m.Reached, m.Facts, m.Recall*100)

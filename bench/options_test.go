@@ -1,0 +1,48 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every bad option is refused with an error naming its flag first.
+func TestOptionsCheck(t *testing.T) {
+	ticks := func(edit func(*TickOptions)) error {
+		o := TickOptions{NPCs: []int{1}, Ticks: 10, Workers: 4}
+		edit(&o)
+		return o.Check()
+	}
+	tokens := func(edit func(*TokenOptions)) error {
+		o := TokenOptions{Turns: 10, Window: 8192, ObsBytes: 100, FactEvery: 5, SleepEvery: 10}
+		edit(&o)
+		return o.Check()
+	}
+	if err := ticks(func(*TickOptions) {}); err != nil {
+		t.Fatalf("good tick options refused: %v", err)
+	}
+	if err := tokens(func(*TokenOptions) {}); err != nil {
+		t.Fatalf("good token options refused: %v", err)
+	}
+	for _, c := range []struct {
+		flag string
+		err  error
+	}{
+		{"--ticks", ticks(func(o *TickOptions) { o.Ticks = 0 })},
+		{"--npcs", ticks(func(o *TickOptions) { o.NPCs = []int{0} })},
+		{"--npcs", ticks(func(o *TickOptions) { o.NPCs = nil })},
+		{"--history", ticks(func(o *TickOptions) { o.History = -1 })},
+		{"--others", ticks(func(o *TickOptions) { o.Others = -1 })},
+		{"--latency", ticks(func(o *TickOptions) { o.Latency = -time.Second })},
+		{"--workers", ticks(func(o *TickOptions) { o.Workers = 0 })},
+		{"--http", ticks(func(o *TickOptions) { o.HTTP, o.Latency = true, time.Millisecond })},
+		{"--turns", tokens(func(o *TokenOptions) { o.Turns = 0 })},
+		{"--fact-every", tokens(func(o *TokenOptions) { o.FactEvery = 0 })},
+		{"--observation-bytes", tokens(func(o *TokenOptions) { o.ObsBytes = 0 })},
+		{"--sleep-every", tokens(func(o *TokenOptions) { o.SleepEvery = -1 })},
+	} {
+		if c.err == nil || !strings.HasPrefix(c.err.Error(), c.flag+" ") {
+			t.Errorf("%s: err %v, want one naming the flag", c.flag, c.err)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/journal"
+	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/tick"
+)
+
+// World is npcd wired as the daemon wires it, on a fresh temporary
+// database: what a measurement drives and reads.
+type World struct {
+	Engine    *tick.Engine
+	Chars     *character.Store
+	Journal   *journal.Store
+	Retriever *journal.Retriever
+}
+
+// Options adjust a World's wiring.
+type Options struct {
+	// Remote, when set, is the model of NPCs that name one other than
+	// builtin (a timed fake in front of the builtin model).
+	Remote llm.Chatter
+	// TickConfig, when set, adjusts the engine's settings.
+	TickConfig func(*tick.Config)
+}
+
+// Harness is how the measurements get an npcd: cmd/npcd provides both.
+type Harness struct {
+	// Open wires npcd on a fresh temporary database; done closes it and
+	// removes the database.
+	Open func(ctx context.Context, opt Options) (w *World, done func(), err error)
+	// Serve runs the daemon on a loopback port over a fresh temporary
+	// database, with room for maxCalls model calls at once, and returns its
+	// address; stop shuts it down and removes the database.
+	Serve func(ctx context.Context, maxCalls int) (addr string, stop func(), err error)
+}
+
+func benchNPC(id string) *character.Character {
+	return &character.Character{ID: id, Name: "Brom", Persona: "You are Brom, the gruff village blacksmith of Oakvale."}
+}
+
+// fillMessages appends n messages of plain conversation (two a turn).
+func fillMessages(ctx context.Context, w *World, id string, n int) error {
+	counter := w.Engine.Counter("builtin")
+	turn := int64(0)
+	for n > 0 {
+		var batch []*character.Message
+		for i := 0; i < 50 && n > 0; i++ {
+			turn++
+			batch = append(batch, &character.Message{Role: llm.RoleUser, Turn: turn, Content: fmt.Sprintf("[2026-11-21 10:00] alice says: %q", strings.Repeat("the north road is long and cold ", 3))})
+			n--
+			if n > 0 {
+				batch = append(batch, &character.Message{Role: llm.RoleAssistant, Turn: turn, Content: "Aye, and the wolves are hungry this winter."})
+				n--
+			}
+		}
+		if err := w.Chars.AppendMessages(ctx, id, batch, counter, 8192); err != nil {
+			return err
+		}
+	}
+	return w.Chars.UpdateState(ctx, id, map[string]any{"turn": turn})
+}
+
+// fillHistory appends turns of plain conversation until the NPC's live
+// history holds at least tokens tokens, bypassing the model.
+func fillHistory(ctx context.Context, w *World, id string, tokens int) error {
+	counter := w.Engine.Counter("builtin")
+	c, err := w.Chars.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	turn := c.State.Turn
+	for c.State.LiveTokens < tokens {
+		var batch []*character.Message
+		for i := 0; i < 50; i++ {
+			turn++
+			batch = append(batch,
+				&character.Message{Role: llm.RoleUser, Turn: turn, Content: fmt.Sprintf("[2026-11-21 10:00] alice says: %q", strings.Repeat("the north road is long and cold ", 3))},
+				&character.Message{Role: llm.RoleAssistant, Turn: turn, Content: "Aye, and the wolves are hungry this winter."})
+		}
+		if err := w.Chars.AppendMessages(ctx, id, batch, counter, 8192); err != nil {
+			return err
+		}
+		if c, err = w.Chars.Get(ctx, id); err != nil {
+			return err
+		}
+	}
+	return w.Chars.UpdateState(ctx, id, map[string]any{"turn": turn})
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// forgeRoom is the look observation of the long runs, obsBytes long.
+func forgeRoom(obsBytes int) string {
+	room := "You see the forge: an anvil scarred by years of work, a quench tub of black water, tongs and hammers on the wall, " +
+		"a rack of half-finished blades, sacks of charcoal, a bellows with a patched leather side, and through the door the muddy square of Oakvale. "
+	return strings.Repeat(room, obsBytes/len(room)+1)[:obsBytes]
+}
