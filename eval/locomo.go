@@ -108,6 +108,7 @@ var Ablations = map[string]string{
 	"dates":      "relative dates kept as said, not grounded",
 	"morphology": "no expansion of query words to words of the same root",
 	"entity":     "no gain for what the people a query names said or are",
+	"semantic":   "no similarity of meaning from offline word vectors",
 }
 
 // ablation returns the retrieval options that switch signal name off, and
@@ -128,6 +129,8 @@ func ablation(name string) (opts []journal.Option, rawDates bool) {
 		return []journal.Option{journal.WithRecency(journal.DefaultRecencyWeight, 0)}, false
 	case "entity":
 		return []journal.Option{journal.WithEntity(0)}, false
+	case "semantic":
+		return []journal.Option{journal.WithSemantic(0)}, false
 	case "morphology":
 		return []journal.Option{journal.WithExpansion(0)}, false
 	case "dates":

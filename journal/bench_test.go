@@ -135,3 +135,37 @@ func BenchmarkSearch100kMemories(b *testing.B) {
 	b.ReportMetric(q(0.50), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 }
+
+// BenchmarkScan100k compares, on 100k indexed texts, the two scans every
+// search makes over all of an NPC's rows: the cosine with the embedder's
+// vectors (256 float32 per row) and the semantic channel's (100 int8 per
+// row, its query vector included).
+func BenchmarkScan100k(b *testing.B) {
+	r, err := NewRetriever(NewStore(nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	emb, _ := llm.NewOfflineEmbedder(0)
+	x := newIndex("brom")
+	x.wv = r.words
+	c := newBenchCorpus()
+	for i := 0; i < 100_000; i++ {
+		text := c.text()
+		p := x.add(item{id: int64(i + 1), kind: kindMemory}, text)
+		if err := x.setVec(p, emb.Vector(text)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	terms := Terms("who lost the rusty sword at the forge?")
+	b.Run("vector", func(b *testing.B) {
+		q := emb.Vector("who lost the rusty sword at the forge?")
+		for b.Loop() {
+			x.scan(q)
+		}
+	})
+	b.Run("semantic", func(b *testing.B) {
+		for b.Loop() {
+			x.scanSemantic(x.semQuery(terms))
+		}
+	})
+}

@@ -75,12 +75,11 @@ func familyKey(w string) string {
 	return english.Stem(fold(w), false)
 }
 
-// indexTerms counts the indexed words of text by key and returns the
+// indexTerms counts the indexed words of a text (its ftsWords) by key and returns the
 // text's length in words (what BM25 normalizes by), and one word as written
 // for each key. Stop words and words of one letter count toward the length
 // but are not indexed, as Terms drops them from queries.
-func indexTerms(text string) (counts map[string]int, surface map[string]string, n int) {
-	words := ftsWords(text)
+func indexTerms(words []string) (counts map[string]int, surface map[string]string, n int) {
 	counts = make(map[string]int, len(words))
 	surface = make(map[string]string, len(words))
 	for _, w := range words {
@@ -107,9 +106,9 @@ func searchable(w string) bool {
 	return true
 }
 
-// addPostings indexes the words of item p.
-func (x *npcIndex) addPostings(p int32, text string) {
-	counts, surface, n := indexTerms(text)
+// addPostings indexes the words (ftsWords) of item p.
+func (x *npcIndex) addPostings(p int32, words []string) {
+	counts, surface, n := indexTerms(words)
 	for k, tf := range counts {
 		if len(x.post[k]) == 0 {
 			f := familyKey(surface[k])

@@ -16,8 +16,11 @@
 // triggers (migration 3); on PostgreSQL it is PostgreSQL's full-text search,
 // GIN indexes over to_tsvector ranked with ts_rank (migration 4). Vector search ranks, in Go, vectors from an llm.Embedder (an
 // OpenAI-compatible endpoint, or llm.OfflineEmbedder), cached by content
-// hash in the embeddings table and decoded per NPC in memory. The
-// Retriever blends the two with recency on the game's clock and
+// hash in the embeddings table and decoded per NPC in memory. A third,
+// semantic channel (WithSemantic) compares meanings: every row gets a
+// sentence vector from offline word vectors (internal/wordvec) when it
+// enters the NPC's index, so a paraphrase sharing no word with the query
+// is still found. The Retriever blends them with recency on the game's clock and
 // importance, and keeps superseded memories below their replacements. A hit
 // on a perceived message brings its neighbouring turn into the same result
 // (a question and its reply), and a result cites exactly what it shows.

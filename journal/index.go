@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/wordvec"
 )
 
 // item is one searchable row of an NPC in the in-memory index: just what
@@ -71,6 +72,15 @@ type npcIndex struct {
 	builtAt   time.Time
 	scores    []float32 // scratch for vector scores, reused by each search
 	rows      rowCache  // messages recent searches showed
+	// wv is the word vector table of the semantic channel, nil when it is
+	// off; sem holds wv.Dims() int8 codes per item and semScale what turns
+	// their dot product into a cosine (0 for an item without a known
+	// word).
+	wv        *wordvec.Table
+	sem       []int8
+	semScale  []float32
+	semScores []float32 // scratch for semantic scores, reused by each search
+	semTmp    []float32
 	// sizeHint and usedHint are the size and last use recorded when the
 	// index was last released; they are guarded by Retriever.mu, not mu.
 	sizeHint int64
@@ -83,7 +93,8 @@ func newIndex(npc string) *npcIndex {
 
 func (x *npcIndex) bytes() int64 {
 	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
-		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 + x.rows.size()
+		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
+		int64(cap(x.sem)) + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size()
 }
 
 // whoID numbers the entity whose name is name (by its first word), 0 for
@@ -133,7 +144,11 @@ func actorOf(text string) string {
 // add appends an item with its text and returns its position.
 func (x *npcIndex) add(it item, text string) int32 {
 	p := int32(len(x.items))
-	x.addPostings(p, text)
+	words := ftsWords(text)
+	x.addPostings(p, words)
+	if x.wv != nil {
+		x.addSemantic(words)
+	}
 	x.items = append(x.items, it)
 	x.kinds[it.kind]++
 	if x.dims > 0 {

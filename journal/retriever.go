@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/wordvec"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"
 )
@@ -30,6 +31,7 @@ const (
 	DefaultNeighbourWeight  = 0.5
 	DefaultExpansionWeight  = 0.5
 	DefaultEntityWeight     = 0.25
+	DefaultSemanticWeight   = 0.6
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 240
@@ -74,6 +76,7 @@ const (
 type Retriever struct {
 	store    *Store
 	embedder llm.Embedder
+	words    *wordvec.Table // the semantic channel's, nil when it is off
 	model    string
 	cfg      retrieverConfig
 	log      zerolog.Logger
@@ -99,7 +102,7 @@ func (r *Retriever) Flush(ctx context.Context) error {
 
 type retrieverConfig struct {
 	wVec, wKw, wRec, wImp, wNeighbour float64
-	wExpand, wEntity                  float64
+	wExpand, wEntity, wSem            float64
 	halfLife                          time.Duration
 	cacheBytes                        int64
 	maxEmbed                          int
@@ -194,6 +197,22 @@ func WithEntity(w float64) Option {
 			return fmt.Errorf("%w: entity weight %v", ErrBadOption, w)
 		}
 		r.cfg.wEntity = w
+		return nil
+	}
+}
+
+// WithSemantic sets the weight of semantic similarity in the relevance of
+// a result, beside the vector and keyword weights (default
+// DefaultSemanticWeight; 0 turns the channel off and loads no word
+// vectors): the similarity of the meanings of the query's words and the
+// result's, from offline word vectors (package internal/wordvec), so a
+// paraphrase is found without a shared word. It must be in [0, 1].
+func WithSemantic(w float64) Option {
+	return func(r *Retriever) error {
+		if w < 0 || w > 1 || math.IsNaN(w) {
+			return fmt.Errorf("%w: semantic weight %v", ErrBadOption, w)
+		}
+		r.cfg.wSem = w
 		return nil
 	}
 }
@@ -293,7 +312,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 	}
 	r := &Retriever{store: s, log: zerolog.Nop(), npcs: map[string]*npcIndex{}, cfg: retrieverConfig{
 		wVec: DefaultVectorWeight, wKw: DefaultKeywordWeight, wRec: DefaultRecencyWeight, wImp: DefaultImportanceWeight,
-		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
+		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, wSem: DefaultSemanticWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
 		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
 	}}
@@ -301,6 +320,13 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 		if err := o(r); err != nil {
 			return nil, err
 		}
+	}
+	if r.cfg.wSem > 0 {
+		t, err := wordvec.Default()
+		if err != nil {
+			return nil, err
+		}
+		r.words = t
 	}
 	if r.embedder == nil {
 		e, err := llm.NewOfflineEmbedder(0)
@@ -362,6 +388,7 @@ func (r *Retriever) acquire(ctx context.Context, id string) (*npcIndex, error) {
 		x, ok := r.npcs[id]
 		if !ok {
 			x = newIndex(id)
+			x.wv = r.words
 			x.builtAt = time.Now()
 			r.npcs[id] = x
 		}
@@ -473,13 +500,18 @@ func (x *npcIndex) scan(q []float32) {
 		clear(x.scores)
 		return
 	}
-	work := func(lo, hi int) {
+	parallel(n, n*d, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			x.scores[i] = dot(q, x.vecs[i*d:(i+1)*d])
 		}
-	}
+	})
+}
+
+// parallel runs work over [0, n) in chunks, on every processor when the
+// work (cost, in multiplications) is large enough to pay for it.
+func parallel(n, cost int, work func(lo, hi int)) {
 	procs := runtime.GOMAXPROCS(0)
-	if procs < 2 || n*d < 1<<21 {
+	if procs < 2 || cost < 1<<21 {
 		work(0, n)
 		return
 	}

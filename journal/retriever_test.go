@@ -22,11 +22,11 @@ func contents(rs []Result) []string {
 	return out
 }
 
-// plain ranks by relevance alone, without the neighbour bonus, recency or
-// importance, and returns every row as a result of its own, so each test
+// plain ranks by relevance alone, without the semantic channel, the
+// neighbour bonus, recency or importance, and returns every row as a result of its own, so each test
 // isolates one part of the score.
 func plain(w ...Option) []Option {
-	return append([]Option{WithNeighbours(0), WithRecency(0, 0), WithWindow(0, 1, 0)}, w...)
+	return append([]Option{WithSemantic(0), WithNeighbours(0), WithRecency(0, 0), WithWindow(0, 1, 0)}, w...)
 }
 
 func TestRankingChannels(t *testing.T) {
@@ -427,6 +427,9 @@ func TestNewRetrieverRefusesBadOptions(t *testing.T) {
 		{"recency and importance above 1", WithRecency(0.6, 0.5)},
 		{"negative importance", WithRecency(0.1, -0.1)},
 		{"neighbour weight above 1", WithNeighbours(1.5)},
+		{"negative semantic weight", WithSemantic(-0.1)},
+		{"semantic weight above 1", WithSemantic(1.5)},
+		{"NaN semantic weight", WithSemantic(math.NaN())},
 		{"nil embedder", WithEmbedder(nil, "m")},
 		{"unnamed embedder", WithEmbedder(emb, "")},
 		{"zero cache", WithCacheBytes(0)},

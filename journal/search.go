@@ -23,11 +23,12 @@ const (
 	PartVector     = "vector"     // cosine similarity with the query, ≥ 0
 	PartKeyword    = "keyword"    // BM25 normalized by the query's best match, in [0, 1]
 	PartNeighbour  = "neighbour"  // relevance borrowed from neighbouring perceived messages
-	PartRelevance  = "relevance"  // weighted vector + keyword (+ neighbour)
+	PartRelevance  = "relevance"  // weighted vector + keyword + semantic (+ neighbour)
 	PartRecency    = "recency"    // 0.5^(age/half-life) on the game's clock, in (0, 1]
 	PartImportance = "importance" // importance/10
 	PartSuperseded = "superseded" // 1 for a superseded memory, absent otherwise
 	PartEntity     = "entity"     // relevance gained by being by or about someone the query names
+	PartSemantic   = "semantic"   // similarity of meaning from offline word vectors, in [0, 1]
 )
 
 // Result is one thing recalled by a search, with the sources that explain
@@ -56,7 +57,7 @@ type candidate struct {
 // every candidate of every search has them and only the few results
 // returned report them (as Result.Parts).
 type scoreParts struct {
-	vector, keyword, neighbour, entity, relevance, recency, importance float64
+	vector, keyword, semantic, neighbour, entity, relevance, recency, importance float64
 	// ranked is false for a keyword-only candidate, which reports only its
 	// keyword part.
 	ranked, superseded bool
@@ -69,6 +70,9 @@ func (p scoreParts) asMap() map[string]float64 {
 	}
 	m := map[string]float64{PartVector: p.vector, PartKeyword: p.keyword,
 		PartRelevance: p.relevance, PartRecency: p.recency, PartImportance: p.importance}
+	if p.semantic > 0 {
+		m[PartSemantic] = p.semantic
+	}
 	if p.neighbour > 0 {
 		m[PartNeighbour] = p.neighbour
 	}
@@ -121,13 +125,16 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		return nil, err
 	}
 	x.scan(qv)
+	if x.wv != nil {
+		x.scanSemantic(x.semQuery(terms))
+	}
 	now, err := r.now(ctx, x)
 	if err != nil {
 		return nil, err
 	}
 	pool := max(r.cfg.pool, 4*k)
 	hits := x.keyword(terms, pool, r.cfg.wExpand)
-	ranked := r.rank(x, qv != nil, hits, pool, now, x.named(terms))
+	ranked := r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
 	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows)
 	if err != nil {
 		return nil, err
@@ -196,7 +203,7 @@ func (r *Retriever) queryVector(ctx context.Context, x *npcIndex, query string) 
 // memory) has its relevance raised: "what does Bob want" is answered by
 // what Bob said, not by what others said to him. It returns them best
 // first.
-func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now time.Time, named map[int32]bool) []candidate {
+func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool int, now time.Time, named map[int32]bool) []candidate {
 	cfg := r.cfg
 	// BM25 is scaled by the best hit among the NPC's searchable rows (a
 	// summary or another NPC's row is no hit).
@@ -217,13 +224,24 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 			set[p] = true
 		}
 	}
+	if haveSem {
+		for _, p := range topN(x.semScores, pool) {
+			set[p] = true
+		}
+	}
 	for p := range kw {
 		set[p] = true
+	}
+	sem := func(p int32) float64 {
+		if !haveSem {
+			return 0
+		}
+		return float64(x.semScores[p])
 	}
 	// Cosine is used as is, not scaled to the query's best: a query that
 	// resembles nothing should not make its nearest row look like a match.
 	relevance := func(p int32) float64 {
-		return cfg.wVec*math.Max(0, float64(x.scores[p])) + cfg.wKw*kw[p]
+		return cfg.wVec*math.Max(0, float64(x.scores[p])) + cfg.wKw*kw[p] + cfg.wSem*sem(p)
 	}
 	// neighbours returns the perceived messages before and after p (-1
 	// when there is none).
@@ -275,7 +293,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec bool, hits []kwHit, pool int, now 
 	for p := range set {
 		it := x.items[p]
 		rel := relevance(p)
-		parts := scoreParts{vector: math.Max(0, float64(x.scores[p])), keyword: kw[p], ranked: true}
+		parts := scoreParts{vector: math.Max(0, float64(x.scores[p])), keyword: kw[p], semantic: sem(p), ranked: true}
 		if cfg.wNeighbour > 0 {
 			nb := 0.0
 			prev, next := neighbours(p)

@@ -305,7 +305,7 @@ func TestAIHistory(t *testing.T) {
 			t.Errorf("top result %+v is not the ruby hilt matched by keyword", top)
 		}
 		for _, res := range mr.Results {
-			why := res.ScoreParts[journal.PartKeyword] + res.ScoreParts[journal.PartVector] + res.ScoreParts[journal.PartNeighbour]
+			why := res.ScoreParts[journal.PartKeyword] + res.ScoreParts[journal.PartVector] + res.ScoreParts[journal.PartSemantic] + res.ScoreParts[journal.PartNeighbour]
 			if why <= 0 || len(res.Sources.MessageIDs)+len(res.Sources.JournalIDs)+len(res.Sources.EventRefs) == 0 {
 				t.Errorf("result %+v does not explain why it matched", res)
 			}

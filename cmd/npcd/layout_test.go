@@ -18,6 +18,7 @@ const module = "github.com/npcd/npcd"
 var forbidden = map[string][]string{
 	"llm":              {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "eval", "cmd"},
 	"internal/text":    {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
+	"internal/wordvec": {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd", "internal/text"},
 	"internal/keylock": {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "store", "llm", "eval", "inspect", "cmd"},
 	"store":            {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "cmd"},
 	"lease":            {"character", "journal", "tools", "sleep", "tick", "api", "scenarios", "llm", "eval", "inspect", "bench", "aihistory", "cmd"},

@@ -1235,7 +1235,7 @@ export interface components {
             ref?: string;
             content: string;
             score: number;
-            /** @description the parts of the score the retriever computed: keyword, vector, relevance, recency, importance, neighbour, entity, superseded */
+            /** @description the parts of the score the retriever computed: keyword, vector, semantic, relevance, recency, importance, neighbour, entity, superseded */
             score_parts?: {
                 [key: string]: number;
             };

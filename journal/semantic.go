@@ -1,0 +1,180 @@
+package journal
+
+import (
+	"math"
+
+	"github.com/npcd/npcd/internal/wordvec"
+	"github.com/npcd/npcd/llm"
+)
+
+// The semantic channel compares meanings of words, not their forms: each
+// item's text gets a sentence vector when it enters the NPC's index (the
+// weighted mean of the offline word vectors of its words, package
+// wordvec), kept as int8 beside the item, and a search compares the
+// query's sentence vector with all of them. "my kids love the outdoors"
+// then comes near "we took the children camping", which share no word.
+// Word vectors know topics rather than synonyms, so the channel is a weak
+// signal beside BM25 (WithSemantic), and it knows English words only.
+
+// semFloor is the cosine of two sentence vectors below which their texts
+// are taken to be unrelated: the mean of a handful of word vectors keeps
+// some similarity with any other such mean. Above it, similarity is
+// rescaled to [0, 1].
+const semFloor = 0.2
+
+// semWords returns the vocabulary numbers of the words of text the table
+// knows, by their form or else their light stem ("painted" → "paint"),
+// stop words left out.
+func semWords(t *wordvec.Table, words []string) []int32 {
+	var ids []int32
+	for _, w := range words {
+		if !searchable(w) {
+			continue
+		}
+		id, ok := t.ID(w)
+		if !ok {
+			if f := fold(w); f != w {
+				id, ok = t.ID(f)
+			}
+		}
+		if !ok {
+			id, ok = t.ID(llm.Stem(fold(w)))
+		}
+		if ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// semVector writes into v (zeroed, Dims long) the sentence vector of the
+// words ids: each word's unit vector weighted by its SIF weight times
+// weight(id) (1 when weight is nil). It reports false when nothing was
+// added.
+func semVector(t *wordvec.Table, v []float32, ids []int32, weight func(int32) float64) bool {
+	clear(v)
+	added := false
+	for _, id := range ids {
+		w := float64(t.Weight(id))
+		if weight != nil {
+			w *= weight(id)
+		}
+		if w <= 0 {
+			continue
+		}
+		t.AddTo(v, id, float32(w))
+		added = true
+	}
+	return added
+}
+
+// quantize stores v as int8 codes in dst and returns the factor that turns
+// the codes' dot product with another unit vector's codes into a cosine
+// contribution: 1/(length of codes). 0 when v is zero.
+func quantize(dst []int8, v []float32) float32 {
+	m := float32(0)
+	for _, x := range v {
+		m = max(m, float32(math.Abs(float64(x))))
+	}
+	if m == 0 {
+		clear(dst)
+		return 0
+	}
+	var s int64
+	for i, x := range v {
+		c := int8(math.Round(float64(x / m * 127)))
+		dst[i] = c
+		s += int64(c) * int64(c)
+	}
+	return float32(1 / math.Sqrt(float64(s)))
+}
+
+// addSemantic gives item p (the last added) its sentence vector.
+func (x *npcIndex) addSemantic(words []string) {
+	t := x.wv
+	d := t.Dims()
+	x.sem = append(x.sem, make([]int8, d)...)
+	x.semScale = append(x.semScale, 0)
+	ids := semWords(t, words)
+	if len(ids) == 0 {
+		return
+	}
+	if cap(x.semTmp) < d {
+		x.semTmp = make([]float32, d)
+	}
+	v := x.semTmp[:d]
+	if !semVector(t, v, ids, nil) {
+		return
+	}
+	p := len(x.semScale) - 1
+	x.semScale[p] = quantize(x.sem[p*d:(p+1)*d], v)
+}
+
+// semQuery returns the codes and scale of the query's sentence vector, its
+// words weighted also by their rarity among the NPC's items (BM25's IDF,
+// what the item vectors cannot know); a nil slice when the table knows
+// none of the query's words.
+func (x *npcIndex) semQuery(terms []string) ([]int8, float32) {
+	t := x.wv
+	ids := semWords(t, terms)
+	if len(ids) == 0 {
+		return nil, 0
+	}
+	v := make([]float32, t.Dims())
+	if !semVector(t, v, ids, func(id int32) float64 { return x.idf(t.Word(id)) }) {
+		return nil, 0
+	}
+	q := make([]int8, t.Dims())
+	s := quantize(q, v)
+	if s == 0 {
+		return nil, 0
+	}
+	return q, s
+}
+
+// scanSemantic computes, into x.semScores, each item's semantic similarity
+// with the query's codes q: the cosine of the two sentence vectors, above
+// semFloor rescaled to [0, 1], 0 below it.
+func (x *npcIndex) scanSemantic(q []int8, qs float32) {
+	n := len(x.items)
+	if cap(x.semScores) < n {
+		x.semScores = make([]float32, n, n+n/4)
+	}
+	x.semScores = x.semScores[:n]
+	if q == nil || x.wv == nil {
+		clear(x.semScores)
+		return
+	}
+	d := len(q)
+	parallel(n, n*d, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s := x.semScale[i]
+			if s == 0 {
+				x.semScores[i] = 0
+				continue
+			}
+			c := float32(dot8(q, x.sem[i*d:(i+1)*d])) * s * qs
+			x.semScores[i] = max(0, (c-semFloor)/(1-semFloor))
+		}
+	})
+}
+
+// dot8 is the inner product of two int8 vectors of equal length. Sixteen
+// elements a step through fixed-size subslices let the compiler drop the
+// bounds checks: about 6 instructions an element instead of 12.
+func dot8(a, b []int8) int32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 int32
+	for len(a) >= 16 && len(b) >= 16 {
+		x, y := a[:16:16], b[:16:16]
+		s0 += int32(x[0])*int32(y[0]) + int32(x[4])*int32(y[4]) + int32(x[8])*int32(y[8]) + int32(x[12])*int32(y[12])
+		s1 += int32(x[1])*int32(y[1]) + int32(x[5])*int32(y[5]) + int32(x[9])*int32(y[9]) + int32(x[13])*int32(y[13])
+		s2 += int32(x[2])*int32(y[2]) + int32(x[6])*int32(y[6]) + int32(x[10])*int32(y[10]) + int32(x[14])*int32(y[14])
+		s3 += int32(x[3])*int32(y[3]) + int32(x[7])*int32(y[7]) + int32(x[11])*int32(y[11]) + int32(x[15])*int32(y[15])
+		a, b = a[16:], b[16:]
+	}
+	for i := range a {
+		s0 += int32(a[i]) * int32(b[i])
+	}
+	return s0 + s1 + s2 + s3
+}
