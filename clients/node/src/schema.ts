@@ -214,7 +214,10 @@ export interface paths {
          *     malformed id is such a failure too (code bad_request); an id listed twice
          *     refuses the whole batch (400). keys gives NPCs an idempotency key each,
          *     as the Idempotency-Key header of a single tick does. scope limits an
-         *     empty list to the pending NPCs of one scope.
+         *     empty list to the pending NPCs of one scope. When several daemons
+         *     share the database, a listed NPC another daemon serves is waited for (up to
+         *     2 seconds) and then listed in errors with code npc_busy; with no list, such
+         *     NPCs are listed as npc_busy at once, since the daemon serving them ticks them.
          *
          *     With `Accept: application/x-ndjson` the answer is a stream, one JSON
          *     object per line (BatchLine) written as each NPC finishes, fastest first:
@@ -690,7 +693,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "bad_request" | "unauthorized" | "not_found" | "method_not_allowed" | "conflict" | "exists" | "payload_too_large" | "invalid_schema" | "invalid_value" | "too_busy" | "internal" | "model_error" | "model_unavailable" | "shutting_down" | "timeout";
+                code: "bad_request" | "unauthorized" | "not_found" | "method_not_allowed" | "conflict" | "exists" | "payload_too_large" | "invalid_schema" | "invalid_value" | "too_busy" | "npc_busy" | "internal" | "model_error" | "model_unavailable" | "shutting_down" | "timeout";
                 message: string;
             };
         };
@@ -1414,9 +1417,29 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description the request does not fit the NPC's current state */
+        /**
+         * @description the request does not fit the NPC's current state (conflict), or another npcd daemon
+         *     sharing the database serves the NPC now (npc_busy, with Retry-After; see NPCBusy)
+         */
         Conflict: {
             headers: {
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description npc_busy: another npcd daemon sharing the database holds the NPC's lease (it is
+         *     ticking, compacting or sleeping it, or did within the last seconds). npcd waited up to
+         *     2 seconds for it; retry after Retry-After seconds, or send the NPC's requests to the
+         *     daemon that serves it (route by NPC id). A daemon that died loses its NPCs when their
+         *     leases expire (15 seconds by default).
+         */
+        NPCBusy: {
+            headers: {
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -1658,6 +1681,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["NPCBusy"];
             /** @description `If-None-Match: *` was sent and the NPC exists; nothing was changed (code exists) */
             412: {
                 headers: {
@@ -1696,6 +1720,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["NPCBusy"];
             429: components["responses"]["TooBusy"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -1803,6 +1828,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["NPCBusy"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooBusy"];
             500: components["responses"]["Internal"];
@@ -2002,6 +2028,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["NPCBusy"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooBusy"];
             500: components["responses"]["Internal"];
@@ -2037,6 +2064,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["NPCBusy"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooBusy"];
             500: components["responses"]["Internal"];
@@ -2066,6 +2094,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["NPCBusy"];
             429: components["responses"]["TooBusy"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
