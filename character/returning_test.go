@@ -26,13 +26,24 @@ func TestUpdateStateReturning(t *testing.T) {
 	}
 }
 
-func TestName(t *testing.T) {
+// Intake reads the name and the auto-tick settings, as stored.
+func TestIntake(t *testing.T) {
 	s := newStore(t)
-	putNPC(t, s, "brom")
-	if name, err := s.Name(context.Background(), "brom"); err != nil || name != "Brom" {
-		t.Errorf("Name(brom) = %q, %v; want Brom", name, err)
+	b := valid()
+	b.ID, b.Name = "brom", "Brom"
+	b.AutoTick = character.AutoTickSettings{Enabled: true, DebounceMS: 25, MaxWaitMS: 400}
+	if _, err := s.Put(context.Background(), b); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := s.Name(context.Background(), "ghost"); !errors.Is(err, character.ErrNotFound) {
-		t.Errorf("Name(ghost) = %v, want ErrNotFound", err)
+	want := get(t, s, "brom")
+	if !want.AutoTick.Enabled {
+		t.Fatal("the auto-tick settings were not stored")
+	}
+	c, err := s.Intake(context.Background(), "brom")
+	if err != nil || c.ID != "brom" || c.Name != want.Name || c.AutoTick != want.AutoTick {
+		t.Errorf("Intake(brom) = %+v, %v; want name %q and auto-tick %+v", c, err, want.Name, want.AutoTick)
+	}
+	if _, err := s.Intake(context.Background(), "ghost"); !errors.Is(err, character.ErrNotFound) {
+		t.Errorf("Intake(ghost) = %v, want ErrNotFound", err)
 	}
 }

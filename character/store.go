@@ -139,17 +139,19 @@ func (s *Store) Get(ctx context.Context, id string) (*Character, error) {
 	return &c, nil
 }
 
-// Name returns NPC id's name, or ErrNotFound: all an event post needs of
-// the NPC, without decoding its settings.
-func (s *Store) Name(ctx context.Context, id string) (string, error) {
-	var names []string
-	if err := s.q(ctx).Model(&Character{}).Where("id = ?", id).Limit(1).Pluck("name", &names).Error; err != nil {
-		return "", fmt.Errorf("load npc %q: %w", id, err)
+// Intake reads what an event post needs of NPC id, not its whole row: its
+// id, its name (who the events may not name) and its auto-tick settings.
+func (s *Store) Intake(ctx context.Context, id string) (*Character, error) {
+	var cs []Character
+	err := s.q(ctx).Select("id", "name", "auto_tick_enabled", "auto_tick_debounce_ms", "auto_tick_max_wait_ms").
+		Where("id = ?", id).Limit(1).Find(&cs).Error
+	if err != nil {
+		return nil, fmt.Errorf("load npc %q: %w", id, err)
 	}
-	if len(names) == 0 {
-		return "", fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	if len(cs) == 0 {
+		return nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
 	}
-	return names[0], nil
+	return &cs[0], nil
 }
 
 // List returns every NPC ordered by id.

@@ -166,11 +166,10 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 		return 0, 0, err
 	}
 	defer e.inflight.Done()
-	name, err := e.deps.Characters.Name(ctx, id)
+	c, err := e.deps.Characters.Intake(ctx, id) // who the events may not name; auto-tick
 	if err != nil {
 		return 0, 0, err
 	}
-	c := &character.Character{ID: id, Name: name} // who the events may not name
 	if err := e.checkEventTimes(ctx, in); err != nil {
 		return 0, 0, err
 	}
