@@ -21,7 +21,8 @@ func TestSearchReadsShownMessagesOnce(t *testing.T) {
 	r := e.retriever(t)
 	var reads atomic.Int64
 	count := func(db *gorm.DB) {
-		if strings.Contains(db.Statement.SQL.String(), "FROM `messages` WHERE id IN") {
+		// SQLite quotes names with backquotes, PostgreSQL with double quotes.
+		if sql := strings.ReplaceAll(db.Statement.SQL.String(), `"`, "`"); strings.Contains(sql, "FROM `messages` WHERE id IN") {
 			reads.Add(1)
 		}
 	}
