@@ -4,113 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/npcd/npcd/bench"
 	"github.com/npcd/npcd/store"
-	"github.com/npcd/npcd/tick"
 )
 
 func benchCommand(stdout, stderr io.Writer) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure npcd in-process on a temporary database (builtin model)",
-	}
-	h := benchHarness()
-	var tb bench.TickOptions
-	ticks := &cobra.Command{
-		Use:   "ticks",
-		Short: "Tick throughput and npcd's own overhead per tick, for each NPC count",
-		Long: `Ticks many NPCs in-process (each round posts one event to every NPC, then ticks them all
-with concurrent workers) and reports ticks per second, npcd's overhead per tick without the
-model's time (p50/p95/p99), CPU time, allocations per tick and the process's peak RSS.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return bench.Ticks(cmd.Context(), stdout, stderr, h, tb) },
-	}
-	f := ticks.Flags()
-	f.IntSliceVar(&tb.NPCs, "npcs", []int{1, 100}, "NPC counts to measure")
-	f.IntVar(&tb.Ticks, "ticks", 2000, "ticks per measurement")
-	f.IntVar(&tb.History, "history", 0, "tokens of archived history each NPC holds before the run")
-	f.IntVar(&tb.Others, "others", 0, "messages of other NPCs (never ticked) in the database before the run, e.g. 1000000")
-	f.DurationVar(&tb.Latency, "latency", 0, "latency of each model call (a fake model in front of the builtin one), e.g. 200ms")
-	f.IntVar(&tb.Workers, "workers", tick.MaxBatchWorkers, "ticks run at once")
-	f.BoolVar(&tb.JSON, "json", false, "print one JSON object per measurement")
-	f.StringVar(&tb.DB, "db", "", "measure on this PostgreSQL database (postgres://…), in a schema of its own dropped after; default a new SQLite file")
-	f.BoolVar(&tb.HTTP, "http", false, "tick through the real daemon on a loopback port: one client request per NPC tick, then batches of 100 (latencies include the model)")
-
-	var to bench.TokenOptions
-	tokens := &cobra.Command{
-		Use:   "tokens",
-		Short: "Prompt tokens per tick of a long run against unbounded history and drop-the-oldest-half truncation, with planted facts",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return bench.Tokens(cmd.Context(), stdout, stderr, h, to) },
-	}
-	f = tokens.Flags()
-	f.IntVar(&to.Turns, "turns", 1500, "turns to replay")
-	f.IntVar(&to.Window, "window", 8192, "context window of the NPC (and the truncation baseline)")
-	f.IntVar(&to.ObsBytes, "observation-bytes", 1200, "size of each look observation")
-	f.IntVar(&to.FactEvery, "fact-every", 15, "plant a fact every this many turns")
-	f.IntVar(&to.SleepEvery, "sleep-every", 100, "sleep (a night) every this many turns; 0 never")
-	f.BoolVar(&to.JSON, "json", false, "one JSON object a line per strategy")
-
-	budget := &cobra.Command{
-		Use:   "budget",
-		Short: "Cost of a budget check at 1k and 100k history tokens, against recounting the history",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return bench.Budget(cmd.Context(), stdout, h) },
-	}
-	var messages int
-	plan := &cobra.Command{
-		Use:   "plan",
-		Short: "Compaction planning time on a long history",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return bench.Plan(cmd.Context(), stdout, h, messages) },
-	}
-	plan.Flags().IntVar(&messages, "messages", 10000, "messages in the history")
-	var turns, window, obsBytes int
-	masking := &cobra.Command{
-		Use:   "masking",
-		Short: "Prompt tokens per tick of a long run with tool observations, masking on and off",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return bench.Masking(cmd.Context(), stdout, stderr, h, turns, window, obsBytes)
-		},
-	}
-	masking.Flags().IntVar(&turns, "turns", 1000, "turns to run")
-	masking.Flags().IntVar(&window, "window", 8192, "context window of the NPC")
-	masking.Flags().IntVar(&obsBytes, "observation-bytes", 2000, "size of each look observation")
-
-	var npcs, entries, workers int
-	sweep := &cobra.Command{
-		Use:   "sleep",
-		Short: "Wall time of a sleep sweep over many NPCs (consolidation and compaction, builtin model)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return bench.SleepSweep(cmd.Context(), stdout, h, npcs, entries, workers)
-		},
-	}
-	sweep.Flags().IntVar(&npcs, "npcs", 1000, "NPCs to put to sleep")
-	sweep.Flags().IntVar(&entries, "entries", 20, "journal entries each NPC consolidates")
-	sweep.Flags().IntVar(&workers, "workers", 8, "sleeps run at once")
-	var scheduled int
-	var idle time.Duration
-	sched := &cobra.Command{
-		Use:   "schedule",
-		Short: "Idle CPU and memory cost of many scheduled NPC sleeps",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return bench.Schedule(stdout, scheduled, idle) },
-	}
-	sched.Flags().IntVar(&scheduled, "npcs", 10000, "NPCs with a sleep schedule")
-	sched.Flags().DurationVar(&idle, "idle", 30*time.Second, "how long to watch the idle scheduler")
-	cmd.AddCommand(ticks, budget, plan, masking, tokens, sweep, sched)
-	cmd.AddCommand(benchSayCommand(stdout, h))
-	return cmd
+	return bench.Command(stdout, stderr, benchHarness())
 }
 
 // benchHarness gives the measurements the daemon's own wiring on
@@ -118,78 +23,57 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 func benchHarness() bench.Harness {
 	return bench.Harness{
 		Open: func(ctx context.Context, opt bench.Options) (*bench.World, func(), error) {
-			if opt.DB != "" {
-				return benchPostgres(ctx, opt)
-			}
-			dir, err := os.MkdirTemp("", "npcd-bench-")
+			cfg, drop, err := benchDB(ctx, opt.DB)
 			if err != nil {
 				return nil, nil, err
 			}
-			cfg := defaultConfig()
-			cfg.DB = filepath.Join(dir, "bench.db")
 			a, err := openApp(ctx, cfg, zerolog.Nop(), appOptions{remote: opt.Remote, tickConfig: opt.TickConfig})
 			if err != nil {
-				os.RemoveAll(dir)
+				drop()
 				return nil, nil, err
 			}
 			w := &bench.World{Engine: a.engine, Chars: a.chars, Journal: a.journal, Retriever: a.retriever}
-			return w, func() { a.close(context.Background()); os.RemoveAll(dir) }, nil
+			return w, func() { a.close(context.Background()); drop() }, nil
 		},
 		Serve: func(ctx context.Context, maxCalls int) (string, func(), error) {
-			dir, err := os.MkdirTemp("", "npcd-bench-http-")
+			cfg, drop, err := benchDB(ctx, "")
 			if err != nil {
 				return "", nil, err
 			}
-			cfg := defaultConfig()
-			cfg.Addr, cfg.DB, cfg.LogLevel = "127.0.0.1:0", filepath.Join(dir, "bench.db"), "error"
+			cfg.Addr, cfg.LogLevel = "127.0.0.1:0", "error"
 			cfg.MaxConcurrentCalls = max(cfg.MaxConcurrentCalls, maxCalls)
 			sctx, stop := context.WithCancel(ctx)
-			ready := make(chan string, 1)
-			done := make(chan error, 1)
+			ready, done := make(chan string, 1), make(chan error, 1)
 			go func() { done <- serve(sctx, cfg, io.Discard, ready) }()
 			select {
 			case addr := <-ready:
-				return addr, func() { stop(); <-done; os.RemoveAll(dir) }, nil
+				return addr, func() { stop(); <-done; drop() }, nil
 			case err := <-done:
 				stop()
-				os.RemoveAll(dir)
+				drop()
 				return "", nil, fmt.Errorf("serve: %w", err)
 			}
 		},
 	}
 }
 
-// benchPostgres wires npcd on the PostgreSQL database at opt.DB, in a new
-// schema of it dropped when done, so runs never see each other's NPCs.
-func benchPostgres(ctx context.Context, opt bench.Options) (*bench.World, func(), error) {
-	admin, err := store.Open(ctx, opt.DB, store.Options{Driver: store.DriverPostgres, MaxOpenConns: 1})
-	if err != nil {
-		return nil, nil, fmt.Errorf("--db: %w", err)
-	}
-	schema := fmt.Sprintf("npcd_bench_%d_%d", os.Getpid(), time.Now().UnixNano())
-	drop := func() {
-		admin.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE")
-		store.Close(admin)
-	}
-	if err := admin.WithContext(ctx).Exec("CREATE SCHEMA " + schema).Error; err != nil {
-		drop()
-		return nil, nil, fmt.Errorf("--db: %w", err)
-	}
-	u, err := url.Parse(opt.DB)
-	if err != nil {
-		drop()
-		return nil, nil, fmt.Errorf("--db: %w", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
+// benchDB configures a fresh database for one measurement: a new SQLite
+// file in a temporary directory or, with dsn, a new schema of that
+// PostgreSQL database (bench.Schema); drop removes it.
+func benchDB(ctx context.Context, dsn string) (Config, func(), error) {
 	cfg := defaultConfig()
-	cfg.DB, cfg.DBDriver = u.String(), store.DriverPostgres
-	a, err := openApp(ctx, cfg, zerolog.Nop(), appOptions{remote: opt.Remote, tickConfig: opt.TickConfig})
-	if err != nil {
-		drop()
-		return nil, nil, err
+	if dsn != "" {
+		u, drop, err := bench.Schema(ctx, dsn)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("--db: %w", err)
+		}
+		cfg.DB, cfg.DBDriver = u, store.DriverPostgres
+		return cfg, drop, nil
 	}
-	w := &bench.World{Engine: a.engine, Chars: a.chars, Journal: a.journal, Retriever: a.retriever}
-	return w, func() { a.close(context.Background()); drop() }, nil
+	dir, err := os.MkdirTemp("", "npcd-bench-")
+	if err != nil {
+		return cfg, nil, err
+	}
+	cfg.DB = filepath.Join(dir, "bench.db")
+	return cfg, func() { os.RemoveAll(dir) }, nil
 }
