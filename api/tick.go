@@ -1,15 +1,17 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/npcd/npcd/internal/text"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/text"
+	"github.com/npcd/npcd/lease"
 	"github.com/npcd/npcd/tick"
 )
 
@@ -113,11 +115,15 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("keys."+npc, "must be 1-%d printable ASCII characters without spaces", tick.MaxKeyBytes)
 		}
 	}
+	ctx := r.Context()
 	if len(in.NPCs) == 0 { // every pending NPC (of the scope)
 		var err error
-		if ids, err = s.deps.Engine.PendingNPCs(r.Context(), in.Scope); err != nil {
+		if ids, err = s.deps.Engine.PendingNPCs(ctx, in.Scope); err != nil {
 			return err
 		}
+		// NPCs another daemon holds are that daemon's to tick: they are
+		// reported busy at once rather than waited for.
+		ctx = lease.NoWait(ctx)
 	}
 	// The engine's text is the internal chain; the client gets what a
 	// single tick of that NPC would have answered.
@@ -127,12 +133,12 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 		return BatchError{NPC: npc, Code: p.code, Error: p.message}
 	}
 	if wantsNDJSON(r) {
-		return s.streamBatch(w, r, in, ids, invalid, failure)
+		return s.streamBatch(ctx, w, in, ids, invalid, failure)
 	}
 	results := make([]*TickResult, len(ids))
 	failed := map[string]BatchError{}
 	var order []string // failures as they came, for the pending NPCs
-	s.deps.Engine.TickEach(r.Context(), ids, in.Keys, func(i int, res *tick.Result, err error) {
+	s.deps.Engine.TickEach(ctx, ids, in.Keys, func(i int, res *tick.Result, err error) {
 		if err != nil {
 			failed[ids[i]] = failure(ids[i], err)
 			order = append(order, ids[i])
@@ -179,7 +185,7 @@ func wantsNDJSON(r *http.Request) bool {
 
 // streamBatch answers a batch tick as NDJSON: the malformed ids first,
 // then one line per NPC as its tick ends.
-func (s *Server) streamBatch(w http.ResponseWriter, r *http.Request, in BatchTickRequest, ids []string, invalid map[int]BatchError,
+func (s *Server) streamBatch(ctx context.Context, w http.ResponseWriter, in BatchTickRequest, ids []string, invalid map[int]BatchError,
 	failure func(string, error) BatchError) error {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
@@ -202,7 +208,7 @@ func (s *Server) streamBatch(w http.ResponseWriter, r *http.Request, in BatchTic
 	if len(ids) == 0 {
 		_ = rc.Flush()
 	}
-	s.deps.Engine.TickEach(r.Context(), ids, in.Keys, func(i int, res *tick.Result, err error) {
+	s.deps.Engine.TickEach(ctx, ids, in.Keys, func(i int, res *tick.Result, err error) {
 		if err != nil {
 			be := failure(ids[i], err)
 			line(BatchLine{Error: &be})

@@ -6,7 +6,6 @@ import (
 	"github.com/npcd/npcd/internal/text"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -348,22 +347,7 @@ func (e *Engine) TickManyWithKeys(ctx context.Context, ids []string, keys map[st
 	}
 	results := make([]*Result, len(ids))
 	errs := make([]error, len(ids))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(MaxBatchWorkers, len(ids)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				results[i], errs[i] = e.TickWithKey(ctx, ids[i], keys[ids[i]])
-			}
-		}()
-	}
-	for i := range ids {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	e.TickEach(ctx, ids, keys, func(i int, r *Result, err error) { results[i], errs[i] = r, err })
 	var out []*Result
 	var bad []BatchError
 	for i, r := range results {
