@@ -163,13 +163,7 @@ func WithRecency(recency, importance float64) Option {
 // gains (default 0.5). In conversation the answer that holds a fact often
 // follows the question that names its topic. It must be in [0, 1].
 func WithNeighbours(w float64) Option {
-	return func(r *Retriever) error {
-		if w < 0 || w > 1 || math.IsNaN(w) {
-			return fmt.Errorf("%w: neighbour weight %v", ErrBadOption, w)
-		}
-		r.cfg.wNeighbour = w
-		return nil
-	}
+	return weight("neighbour weight", w, 1, func(c *retrieverConfig) *float64 { return &c.wNeighbour })
 }
 
 // WithExpansion sets the weight, beside 1 for the query's own words, of
@@ -178,13 +172,7 @@ func WithNeighbours(w float64) Option {
 // "educate" for "education", "happy" for "happiness" (default
 // DefaultExpansionWeight; 0 turns expansion off). It must be in [0, 1].
 func WithExpansion(w float64) Option {
-	return func(r *Retriever) error {
-		if w < 0 || w > 1 || math.IsNaN(w) {
-			return fmt.Errorf("%w: expansion weight %v", ErrBadOption, w)
-		}
-		r.cfg.wExpand = w
-		return nil
-	}
+	return weight("expansion weight", w, 1, func(c *retrieverConfig) *float64 { return &c.wExpand })
 }
 
 // WithEntity sets how much a result by or about someone the query names
@@ -192,13 +180,7 @@ func WithExpansion(w float64) Option {
 // about them. Their relevance is multiplied by 1 + w (default
 // DefaultEntityWeight; 0 turns it off). It must be in [0, 4].
 func WithEntity(w float64) Option {
-	return func(r *Retriever) error {
-		if w < 0 || w > 4 || math.IsNaN(w) {
-			return fmt.Errorf("%w: entity weight %v", ErrBadOption, w)
-		}
-		r.cfg.wEntity = w
-		return nil
-	}
+	return weight("entity weight", w, 4, func(c *retrieverConfig) *float64 { return &c.wEntity })
 }
 
 // WithSemantic sets the weight of semantic similarity in the relevance of
@@ -208,11 +190,17 @@ func WithEntity(w float64) Option {
 // result's, from offline word vectors (package internal/wordvec), so a
 // paraphrase is found without a shared word. It must be in [0, 1].
 func WithSemantic(w float64) Option {
+	return weight("semantic weight", w, 1, func(c *retrieverConfig) *float64 { return &c.wSem })
+}
+
+// weight is an Option setting the weight field gives to w, refused
+// unless w is in [0, hi].
+func weight(what string, w, hi float64, field func(*retrieverConfig) *float64) Option {
 	return func(r *Retriever) error {
-		if w < 0 || w > 1 || math.IsNaN(w) {
-			return fmt.Errorf("%w: semantic weight %v", ErrBadOption, w)
+		if w < 0 || w > hi || math.IsNaN(w) {
+			return fmt.Errorf("%w: %s %v", ErrBadOption, what, w)
 		}
-		r.cfg.wSem = w
+		*field(&r.cfg) = w
 		return nil
 	}
 }
