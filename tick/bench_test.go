@@ -29,7 +29,11 @@ func BenchmarkTick(b *testing.B) {
 // BenchmarkIdleTick measures a tick with nothing to answer: it reads the
 // NPC and its inbox and returns, calling no model and writing nothing.
 func BenchmarkIdleTick(b *testing.B) {
-	env := newEnv(b)
+	benchIdle(b, newEnv(b))
+}
+
+// benchIdle measures idle ticks of brom on env.
+func benchIdle(b *testing.B, env *testEnv) {
 	ctx := context.Background()
 	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
 		b.Fatal(err)
@@ -85,16 +89,5 @@ func BenchmarkIdleTickLeased(b *testing.B) {
 	env, m := leasedEnv(b, filepath.Join(b.TempDir(), "npcd.db"), "bench")
 	m.Start()
 	defer m.Close(context.Background())
-	ctx := context.Background()
-	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		res, err := env.eng.Tick(ctx, "brom")
-		if err != nil || !res.Idle {
-			b.Fatal(res, err)
-		}
-	}
+	benchIdle(b, env)
 }

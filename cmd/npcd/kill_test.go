@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/npcd/npcd/api"
 	"github.com/npcd/npcd/store"
 )
@@ -556,32 +558,7 @@ func checkDatabase(t *testing.T, path string, led *ledger, final bool) {
 	}
 	led.consumed, led.pending, led.lost = 0, 0, 0
 	for _, id := range append(slices.Clone(stableNPCs), ephemeralNPCs...) {
-		type eventRow struct {
-			Ref        string
-			ConsumedAt *time.Time
-			MessageID  *int64
-		}
-		var rows []eventRow
-		if err := db.Raw("SELECT ref, consumed_at, message_id FROM events WHERE character_id = ? AND ref IS NOT NULL", id).Scan(&rows).Error; err != nil {
-			t.Fatal(err)
-		}
-		// How many user messages carry each event ref.
-		var msgRefs []string
-		if err := db.Raw("SELECT event_refs FROM messages WHERE character_id = ? AND role = 'user' AND summary = 0", id).Scan(&msgRefs).Error; err != nil {
-			t.Fatal(err)
-		}
-		inMessages := map[string]int{}
-		for _, raw := range msgRefs {
-			var refs []string
-			if raw != "" && raw != "null" {
-				if err := json.Unmarshal([]byte(raw), &refs); err != nil {
-					t.Fatalf("event_refs %q: %v", raw, err)
-				}
-			}
-			for _, r := range refs {
-				inMessages[r]++
-			}
-		}
+		rows, inMessages := storedEvents(t, db, id)
 		stored := map[string]eventRow{}
 		for _, r := range rows {
 			stored[r.Ref] = r
@@ -632,4 +609,38 @@ func checkDatabase(t *testing.T, path string, led *ledger, final bool) {
 	if final && led.lost == 0 && led.pending == 0 && led.consumed == 0 {
 		t.Error("no event was consumed at all")
 	}
+}
+
+// eventRow is an event as stored: consumed (and by which message) or not.
+type eventRow struct {
+	Ref        string
+	ConsumedAt *time.Time
+	MessageID  *int64
+}
+
+// storedEvents reads NPC id's events that carry a ref, and how many of
+// its live user messages carry each ref.
+func storedEvents(t *testing.T, db *gorm.DB, id string) ([]eventRow, map[string]int) {
+	t.Helper()
+	var rows []eventRow
+	if err := db.Raw("SELECT ref, consumed_at, message_id FROM events WHERE character_id = ? AND ref IS NOT NULL", id).Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	var msgRefs []string
+	if err := db.Raw("SELECT event_refs FROM messages WHERE character_id = ? AND role = 'user' AND summary = ?", id, false).Scan(&msgRefs).Error; err != nil {
+		t.Fatal(err)
+	}
+	inMessages := map[string]int{}
+	for _, raw := range msgRefs {
+		var refs []string
+		if raw != "" && raw != "null" {
+			if err := json.Unmarshal([]byte(raw), &refs); err != nil {
+				t.Fatalf("event_refs %q: %v", raw, err)
+			}
+		}
+		for _, r := range refs {
+			inMessages[r]++
+		}
+	}
+	return rows, inMessages
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
@@ -331,31 +330,7 @@ func checkShared(t *testing.T, db *gorm.DB, led *ledger, npcs []string) {
 	led.mu.Lock()
 	defer led.mu.Unlock()
 	for _, id := range npcs {
-		type eventRow struct {
-			Ref        string
-			ConsumedAt *time.Time
-			MessageID  *int64
-		}
-		var rows []eventRow
-		if err := db.Raw("SELECT ref, consumed_at, message_id FROM events WHERE character_id = ? AND ref IS NOT NULL", id).Scan(&rows).Error; err != nil {
-			t.Fatal(err)
-		}
-		var msgRefs []string
-		if err := db.Raw("SELECT event_refs FROM messages WHERE character_id = ? AND role = 'user' AND summary = ?", id, false).Scan(&msgRefs).Error; err != nil {
-			t.Fatal(err)
-		}
-		inMessages := map[string]int{}
-		for _, raw := range msgRefs {
-			var refs []string
-			if raw != "" && raw != "null" {
-				if err := json.Unmarshal([]byte(raw), &refs); err != nil {
-					t.Fatalf("event_refs %q: %v", raw, err)
-				}
-			}
-			for _, r := range refs {
-				inMessages[r]++
-			}
-		}
+		rows, inMessages := storedEvents(t, db, id)
 		stored := map[string]eventRow{}
 		for _, r := range rows {
 			stored[r.Ref] = r
