@@ -20,6 +20,7 @@ import (
 	"github.com/npcd/npcd/inspect"
 	"github.com/npcd/npcd/internal/testdb"
 	"github.com/npcd/npcd/journal"
+	"github.com/npcd/npcd/lease"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tick"
@@ -52,6 +53,9 @@ type envOpts struct {
 	realCompactor bool
 	log           io.Writer // where the Server logs; nowhere when nil
 	sleeps        SleepSchedule
+	// leases, when set, is the engine's lease manager on the env's
+	// database, made by the function.
+	leases func(db *gorm.DB) *lease.Manager
 }
 
 func newEnv(t testing.TB, o envOpts) *env {
@@ -72,6 +76,9 @@ func newEnv(t testing.TB, o envOpts) *env {
 	case o.realCompactor:
 		deps.Compactor = e.records
 		deps.Owners = append(deps.Owners, e.records)
+	}
+	if o.leases != nil {
+		deps.Leases = o.leases(db)
 	}
 	if e.eng, err = tick.New(deps, o.tick); err != nil {
 		t.Fatal(err)
