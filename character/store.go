@@ -199,7 +199,9 @@ func (s *Store) Put(ctx context.Context, c *Character) (created bool, err error)
 			c.CreatedAt = now
 			return tx.Create(c).Error
 		}
-		return tx.Model(&Character{}).Where("id = ?", c.ID).Select(settingsColumns).Updates(c).Error
+		// With c as the model, the update time gorm writes is also the one
+		// c carries back.
+		return tx.Model(c).Where("id = ?", c.ID).Select(settingsColumns).Updates(c).Error
 	})
 	if err != nil {
 		return false, fmt.Errorf("put npc %q: %w", c.ID, err)

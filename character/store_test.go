@@ -192,7 +192,7 @@ func TestPutCreatesThenReplacesSettings(t *testing.T) {
 	wantSettings.Tools = viaJSON(t, second.Tools)
 	wantSettings.State = after.State
 	wantSettings.CreatedAt = before.CreatedAt
-	if diff := cmp.Diff(wantSettings, *after, cmpopts.EquateApproxTime(time.Millisecond)); diff != "" {
+	if diff := cmp.Diff(wantSettings, *after, cmpopts.EquateApproxTime(time.Microsecond)); diff != "" {
 		t.Errorf("settings after replace (-want +got):\n%s", diff)
 	}
 	if !after.UpdatedAt.After(before.UpdatedAt) && !after.UpdatedAt.Equal(before.UpdatedAt) {
