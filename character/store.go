@@ -23,12 +23,15 @@ import (
 // per-NPC lock does).
 type Store struct {
 	db     *gorm.DB
+	hot    *gorm.DB   // db with its statements kept prepared (store.Prepared); nil inside a transaction
 	glance *stmtCache // nil inside a transaction
 	inTx   bool
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
-func NewStore(db *gorm.DB) *Store { return &Store{db: db, glance: &stmtCache{}} }
+func NewStore(db *gorm.DB) *Store {
+	return &Store{db: db, hot: store.Prepared(db), glance: &stmtCache{}}
+}
 
 // WithTx returns a Store whose calls run inside the transaction tx.
 func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, inTx: true} }
@@ -126,10 +129,20 @@ func Migrations() []store.Migration {
 
 func (s *Store) q(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 
+// r is the handle of the hot reads, whose statements have a fixed shape: a
+// tick's and an event post's. Outside a transaction their statements stay
+// prepared, since parsing one costs about as much as running it.
+func (s *Store) r(ctx context.Context) *gorm.DB {
+	if s.hot != nil {
+		return s.hot.WithContext(ctx)
+	}
+	return s.q(ctx)
+}
+
 // Get loads one NPC, or returns ErrNotFound.
 func (s *Store) Get(ctx context.Context, id string) (*Character, error) {
 	var c Character
-	err := s.q(ctx).Where("id = ?", id).Take(&c).Error
+	err := s.r(ctx).Where("id = ?", id).Take(&c).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
 	}
@@ -143,7 +156,7 @@ func (s *Store) Get(ctx context.Context, id string) (*Character, error) {
 // id, its name (who the events may not name) and its auto-tick settings.
 func (s *Store) Intake(ctx context.Context, id string) (*Character, error) {
 	var cs []Character
-	err := s.q(ctx).Select("id", "name", "auto_tick_enabled", "auto_tick_debounce_ms", "auto_tick_max_wait_ms").
+	err := s.r(ctx).Select("id", "name", "auto_tick_enabled", "auto_tick_debounce_ms", "auto_tick_max_wait_ms").
 		Where("id = ?", id).Limit(1).Find(&cs).Error
 	if err != nil {
 		return nil, fmt.Errorf("load npc %q: %w", id, err)
@@ -456,7 +469,7 @@ func (sc *stmtCache) get(db *gorm.DB) *sql.Stmt {
 // PendingEvents returns up to limit unconsumed events, oldest first.
 func (s *Store) PendingEvents(ctx context.Context, id string, limit int) ([]Event, error) {
 	var evs []Event
-	err := s.q(ctx).Where("character_id = ? AND consumed_at IS NULL", id).Order("seq").Limit(limit).Find(&evs).Error
+	err := s.r(ctx).Where("character_id = ? AND consumed_at IS NULL", id).Order("seq").Limit(limit).Find(&evs).Error
 	if err != nil {
 		return nil, fmt.Errorf("pending events of %q: %w", id, err)
 	}
@@ -635,7 +648,7 @@ func (s *Store) HistoryRev(ctx context.Context, id string) (int64, error) {
 // then every other live message oldest first.
 func (s *Store) LiveMessages(ctx context.Context, id string) ([]Message, error) {
 	var ms []Message
-	err := s.q(ctx).Where("character_id = ? AND state = ?", id, StateLive).Order("summary DESC, id").Find(&ms).Error
+	err := s.r(ctx).Where("character_id = ? AND state = ?", id, StateLive).Order("summary DESC, id").Find(&ms).Error
 	if err != nil {
 		return nil, fmt.Errorf("live history of %q: %w", id, err)
 	}

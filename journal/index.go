@@ -188,7 +188,7 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 // journal entries, new and changed memories. It reports errReset when the
 // NPC's rows were deleted under it; the caller starts a new index.
 func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
-	db := r.store.q(ctx)
+	db := r.store.r(ctx)
 	if err := r.loadMessages(ctx, x); err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	}
 	// state IN (...) lets SQLite seek the (character_id, state, id) index
 	// for both states instead of walking every row of the NPC.
-	err := r.store.q(ctx).Model(&character.Message{}).Select("id, role, content, game_time").
+	err := r.store.r(ctx).Model(&character.Message{}).Select("id, role, content, game_time").
 		Where("character_id = ? AND state IN ? AND id > ? AND summary = ? AND content <> '' AND role IN ?",
 			x.npc, []string{character.StateLive, character.StateArchived}, x.lastMsg, false, searchableRoles).
 		Order("id").Scan(&msgs).Error
@@ -245,7 +245,7 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 var searchableRoles = []string{"user", "assistant", "tool"}
 
 func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex) error {
-	db := r.store.q(ctx)
+	db := r.store.r(ctx)
 	var revs []int64
 	if err := db.Model(&memoryRev{}).Where("character_id = ?", x.npc).Pluck("rev", &revs).Error; err != nil {
 		return fmt.Errorf("index memories of %q: %w", x.npc, err)

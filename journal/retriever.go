@@ -465,7 +465,7 @@ func (r *Retriever) Index(ctx context.Context, id string) error {
 // newest item's time when the NPC has none.
 func (r *Retriever) now(ctx context.Context, x *npcIndex) (time.Time, error) {
 	var ts []time.Time
-	err := r.store.q(ctx).Model(&character.Character{}).Where("id = ?", x.npc).Pluck("game_time", &ts).Error
+	err := r.store.r(ctx).Model(&character.Character{}).Where("id = ?", x.npc).Pluck("game_time", &ts).Error
 	if err != nil {
 		return time.Time{}, fmt.Errorf("game time of %q: %w", x.npc, err)
 	}

@@ -17,12 +17,13 @@ import (
 // concurrent use.
 type Store struct {
 	db   *gorm.DB
-	raw  bool // keep relative dates as written
-	inTx bool // db is a transaction (WithTx)
+	hot  *gorm.DB // db with its statements kept prepared (store.Prepared); nil inside a transaction
+	raw  bool     // keep relative dates as written
+	inTx bool     // db is a transaction (WithTx)
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
-func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+func NewStore(db *gorm.DB) *Store { return &Store{db: db, hot: store.Prepared(db)} }
 
 // KeepingRelativeDates returns a Store that writes text as given, without
 // grounding relative dates (see GroundDates): what an evaluation measures
@@ -56,6 +57,16 @@ func (s *Store) atomically(ctx context.Context, fn func(tx *gorm.DB) error) erro
 }
 
 func (s *Store) q(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
+
+// r is the handle of the hot reads of a search, whose statements have a
+// fixed shape. Outside a transaction their statements stay prepared, since
+// parsing one costs about as much as running it.
+func (s *Store) r(ctx context.Context) *gorm.DB {
+	if s.hot != nil {
+		return s.hot.WithContext(ctx)
+	}
+	return s.q(ctx)
+}
 
 // Migrations is this package's schema, in order. Versions 3 (SQLite's FTS5
 // tables) and 4 (PostgreSQL's full-text indexes) index the messages table of
