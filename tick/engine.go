@@ -373,11 +373,15 @@ func (e *Engine) chat(ctx context.Context, c *character.Character, req llm.Reque
 	return resp, err
 }
 
-// toolSet returns the compiled tools of an NPC, cached until its settings change.
+// toolSet returns the compiled tools of an NPC, cached until its settings
+// change. The key is the NPC's update time, which every write of its
+// settings (a PUT or PATCH, by this daemon or another) sets anew, compared
+// to the microsecond: the precision every database keeps. The internal
+// tools are fixed for the engine's life.
 func (e *Engine) toolSet(c *character.Character) (*tools.Set, error) {
 	if v, ok := e.toolsets.Load(c.ID); ok {
 		cs := v.(cachedSet)
-		if cs.updated.Equal(c.UpdatedAt) {
+		if cs.updated.Equal(settingsRev(c)) {
 			return cs.set, nil
 		}
 	}
@@ -385,6 +389,17 @@ func (e *Engine) toolSet(c *character.Character) (*tools.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.toolsets.Store(c.ID, cachedSet{updated: c.UpdatedAt, set: set})
+	e.keepToolSet(c, set)
 	return set, nil
+}
+
+// keepToolSet caches set as the compiled tools of NPC c as stored.
+func (e *Engine) keepToolSet(c *character.Character, set *tools.Set) {
+	e.toolsets.Store(c.ID, cachedSet{updated: settingsRev(c), set: set})
+}
+
+// settingsRev is what tells one version of an NPC's settings from another:
+// its update time, to the microsecond.
+func settingsRev(c *character.Character) time.Time {
+	return c.UpdatedAt.Truncate(time.Microsecond)
 }

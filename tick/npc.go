@@ -80,7 +80,7 @@ func (e *Engine) putNPC(ctx context.Context, c *character.Character, createOnly 
 		c.Model = e.cfg.DefaultModel
 	}
 	c.ApplyDefaults()
-	_, fit, err := CheckNPC(c, e.deps.Internals.Tools(), e.Counter(c.Model))
+	set, fit, err := CheckNPC(c, e.deps.Internals.Tools(), e.Counter(c.Model))
 	if err != nil {
 		return false, err
 	}
@@ -105,9 +105,12 @@ func (e *Engine) putNPC(ctx context.Context, c *character.Character, createOnly 
 		return err
 	})
 	if err != nil {
+		e.toolsets.Delete(c.ID)
 		return false, err
 	}
-	e.toolsets.Delete(c.ID)
+	// The tools just checked are the NPC's first tick's: c carries the
+	// update time the store wrote, which keys them.
+	e.keepToolSet(c, set)
 	if e.deps.Scheduler != nil {
 		if err := e.deps.Scheduler.Schedule(c); err != nil {
 			return created, fmt.Errorf("schedule sleep of %q: %w", c.ID, err)
