@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/npcd/npcd/internal/text"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/npcd/npcd/internal/text"
+	"github.com/npcd/npcd/store"
 )
 
 // Limits on what a profile holds; longer model or game text is cut.
@@ -234,13 +236,16 @@ func (s *Store) SupersedeFact(ctx context.Context, id string, old, by int64, at 
 // superseded, oldest first). With entities given, only those profiles, and
 // only current facts.
 func (s *Store) Profiles(ctx context.Context, id string, entities ...string) ([]Profile, error) {
-	q := s.q(ctx).Where("character_id = ?", id)
-	fq := s.q(ctx).Where("character_id = ?", id)
+	// A tick reads the profiles of those present: the key list is padded
+	// so that the statements keep a few shapes, which stay prepared.
+	q := s.r(ctx).Where("character_id = ?", id)
+	fq := s.r(ctx).Where("character_id = ?", id)
 	if len(entities) > 0 {
 		keys := make([]string, len(entities))
 		for i, e := range entities {
 			keys[i] = EntityKey(e)
 		}
+		keys = store.PadIn(keys)
 		q = q.Where("entity IN ?", keys)
 		fq = fq.Where("entity IN ? AND superseded_at IS NULL", keys)
 	}

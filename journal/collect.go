@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/store"
 )
 
 // window says how collect joins results that come from neighbouring
@@ -297,11 +298,13 @@ func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *row
 		ids[c.kind] = append(ids[c.kind], c.id)
 	}
 	out := make(map[itemKey]*Result, len(cs))
-	db := s.q(ctx)
+	// The id lists are padded so that the statements keep a few shapes,
+	// which stay prepared.
+	db := s.r(ctx)
 	if len(ids[kindMemory]) > 0 {
 		var ms []Memory
 		if err := db.Select("id, character_id, content, sources, game_time, importance").
-			Where("id IN ?", ids[kindMemory]).Find(&ms).Error; err != nil {
+			Where("id IN ?", store.PadIn(ids[kindMemory])).Find(&ms).Error; err != nil {
 			return nil, fmt.Errorf("read memories of %q: %w", npc, err)
 		}
 		for _, m := range ms {
@@ -315,7 +318,7 @@ func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *row
 	if len(ids[kindJournal]) > 0 {
 		var es []Entry
 		if err := db.Select("id, character_id, content, sources, game_time, importance").
-			Where("id IN ?", ids[kindJournal]).Find(&es).Error; err != nil {
+			Where("id IN ?", store.PadIn(ids[kindJournal])).Find(&es).Error; err != nil {
 			return nil, fmt.Errorf("read journal of %q: %w", npc, err)
 		}
 		for _, e := range es {
@@ -332,7 +335,7 @@ func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *row
 	if len(ids[kindMessage]) > 0 {
 		var read []msgRow
 		if err := db.Model(&character.Message{}).Select("id, character_id, summary, content, event_refs, game_time").
-			Where("id IN ?", ids[kindMessage]).Scan(&read).Error; err != nil {
+			Where("id IN ?", store.PadIn(ids[kindMessage])).Scan(&read).Error; err != nil {
 			return nil, fmt.Errorf("read messages of %q: %w", npc, err)
 		}
 		for _, m := range read {

@@ -213,21 +213,35 @@ func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
 
 func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	var msgs []struct {
-		ID       int64
-		Role     string
-		Content  string
-		GameTime time.Time
+		ID        int64
+		Role      string
+		Content   string
+		GameTime  time.Time
+		EventRefs *string
 	}
 	// state IN (...) lets SQLite seek the (character_id, state, id) index
 	// for both states instead of walking every row of the NPC.
-	err := r.store.r(ctx).Model(&character.Message{}).Select("id, role, content, game_time").
+	err := r.store.r(ctx).Model(&character.Message{}).Select("id, role, content, game_time, event_refs").
 		Where("character_id = ? AND state IN ? AND id > ? AND summary = ? AND content <> '' AND role IN ?",
 			x.npc, []string{character.StateLive, character.StateArchived}, x.lastMsg, false, searchableRoles).
 		Order("id").Scan(&msgs).Error
 	if err != nil {
 		return fmt.Errorf("index messages of %q: %w", x.npc, err)
 	}
+	// The few messages a tick added are what the next searches show most:
+	// their rows are kept for the results, which need not read them again.
+	// (A first load of a whole history keeps none.)
+	keep := x.lastMsg > 0 && len(msgs) <= maxKeptNew
 	for _, m := range msgs {
+		if keep {
+			row := msgRow{ID: m.ID, CharacterID: x.npc, Content: m.Content, GameTime: m.GameTime}
+			if m.EventRefs != nil && *m.EventRefs != "" {
+				if err := row.EventRefs.Scan(*m.EventRefs); err != nil {
+					return fmt.Errorf("index messages of %q: event refs of %d: %w", x.npc, m.ID, err)
+				}
+			}
+			x.rows.put(row)
+		}
 		text := unstamped(m.Content)
 		it := item{id: m.ID, kind: kindMessage, gameTime: m.GameTime.Unix(), imp: int8(Importance("", m.Content)), user: m.Role == "user"}
 		if it.user {
@@ -239,6 +253,10 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	}
 	return nil
 }
+
+// maxKeptNew is how many new messages a refresh may find and still keep
+// their rows (see rowCache).
+const maxKeptNew = 32
 
 // searchableRoles are the message roles retrieval indexes: what the NPC
 // perceived, what it said in free text, and what game tools returned.

@@ -59,3 +59,48 @@ func TestSearchReadsShownMessagesOnce(t *testing.T) {
 		t.Error("after Forget a search read no message rows: the cache outlived the index")
 	}
 }
+
+// TestSearchShowsNewMessagesWithoutReadingThem checks that messages added
+// since an NPC's index was built, as a tick adds them, are shown by the
+// next search without reading their rows again (the refresh that indexed
+// them kept them), and exactly as a search of a fresh index shows them.
+func TestSearchShowsNewMessagesWithoutReadingThem(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "brom", t0)
+	e.say(t, "brom", t0, []string{"bob says: the forge is cold"}, nil)
+	r := e.retriever(t)
+	if _, err := r.Search(ctx, "brom", "forge", 5); err != nil {
+		t.Fatal(err)
+	}
+	e.say(t, "brom", t0, []string{"alice says: my sword is lost", "alice says: the sword has a red hilt"}, []string{"ev-1", "ev-2"})
+	var reads atomic.Int64
+	count := func(db *gorm.DB) {
+		if sql := strings.ReplaceAll(db.Statement.SQL.String(), `"`, "`"); strings.Contains(sql, "FROM `messages` WHERE id IN") {
+			reads.Add(1)
+		}
+	}
+	if err := e.db.Callback().Query().After("gorm:query").Register("count_new_message_reads", count); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.Callback().Row().After("gorm:row").Register("count_new_message_reads", count); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Search(ctx, "brom", "sword", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n != 0 {
+		t.Errorf("the search read message rows %d times, want none: the refresh had them", n)
+	}
+	if len(got) == 0 || len(got[0].Sources.EventRefs) == 0 {
+		t.Fatalf("search = %+v, want the new messages with their event refs", got)
+	}
+	cold, err := e.retriever(t).Search(ctx, "brom", "sword", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cold, got); diff != "" {
+		t.Errorf("the kept rows show otherwise than rows read (-read +kept):\n%s", diff)
+	}
+}

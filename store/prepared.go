@@ -97,3 +97,23 @@ func (p *stmtPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, e
 
 // GetDBConn is the database, for gorm.DB.DB.
 func (p *stmtPool) GetDBConn() (*sql.DB, error) { return p.db, nil }
+
+// PadIn returns xs, a non-empty list for an IN clause, lengthened to the
+// next power of two by repeating its last element: the same rows match,
+// and lists of any length share a few statement texts, which a Prepared
+// handle can keep.
+func PadIn[T any](xs []T) []T {
+	n := 1
+	for n < len(xs) {
+		n *= 2
+	}
+	if n == len(xs) || len(xs) == 0 {
+		return xs
+	}
+	out := make([]T, n)
+	copy(out, xs)
+	for i := len(xs); i < n; i++ {
+		out[i] = xs[len(xs)-1]
+	}
+	return out
+}
