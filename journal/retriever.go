@@ -85,6 +85,9 @@ type Retriever struct {
 
 	mu   sync.Mutex
 	npcs map[string]*npcIndex
+	// cached is the sum of the sizeHint of the indexes in npcs, so a
+	// search's release need not add them up.
+	cached int64
 }
 
 // Flush writes the recalls of memories gathered since the last write
@@ -365,7 +368,15 @@ func (r *Retriever) Forget(id string) { r.forget(id) }
 func (r *Retriever) forget(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.npcs, id)
+	r.remove(id)
+}
+
+// remove drops NPC id's index from the cache; r.mu must be held.
+func (r *Retriever) remove(id string) {
+	if x, ok := r.npcs[id]; ok {
+		r.cached -= x.sizeHint
+		delete(r.npcs, id)
+	}
 }
 
 // acquire returns NPC id's index, locked and up to date with the database.
@@ -407,7 +418,7 @@ func (r *Retriever) drop(id string, x *npcIndex) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.npcs[id] == x {
-		delete(r.npcs, id)
+		r.remove(id)
 	}
 }
 
@@ -418,24 +429,24 @@ func (r *Retriever) release(x *npcIndex) {
 	x.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	x.sizeHint, x.usedHint = size, used
-	var total int64
-	ids := make([]string, 0, len(r.npcs))
-	for id, y := range r.npcs {
-		total += y.sizeHint
-		ids = append(ids, id)
+	if r.npcs[x.npc] == x {
+		r.cached += size - x.sizeHint
 	}
-	if total <= r.cfg.cacheBytes {
+	x.sizeHint, x.usedHint = size, used
+	if r.cached <= r.cfg.cacheBytes {
 		return
+	}
+	ids := make([]string, 0, len(r.npcs))
+	for id := range r.npcs {
+		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return r.npcs[ids[i]].usedHint.Before(r.npcs[ids[j]].usedHint) })
 	for _, id := range ids {
-		if total <= r.cfg.cacheBytes {
+		if r.cached <= r.cfg.cacheBytes {
 			break
 		}
 		if y := r.npcs[id]; y != x {
-			total -= y.sizeHint
-			delete(r.npcs, id)
+			r.remove(id)
 		}
 	}
 }
