@@ -169,3 +169,28 @@ func BenchmarkScan100k(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFirstSearch measures an NPC's first search after a start: the
+// index of its 2,000 perceived messages is built, then searched. One op is
+// one first search.
+func BenchmarkFirstSearch(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	e.npc(b, "brom", t0)
+	c := newBenchCorpus()
+	for i := 0; i < 20; i++ {
+		texts := make([]string, 100)
+		for j := range texts {
+			texts[j] = "alice says: " + c.text()
+		}
+		e.say(b, "brom", t0, texts, nil)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := e.retriever(b)
+		if rs, err := r.Search(ctx, "brom", "who sold the rusty sword at the forge?", 5); err != nil || len(rs) == 0 {
+			b.Fatal(rs, err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"regexp"
@@ -70,8 +71,10 @@ type npcIndex struct {
 	memRev    int64
 	newest    int64 // newest game time of any item
 	builtAt   time.Time
-	scores    []float32 // scratch for vector scores, reused by each search
-	rows      rowCache  // messages recent searches showed
+	// gameTime is the NPC's game clock as the last refresh read it.
+	gameTime time.Time
+	scores   []float32 // scratch for vector scores, reused by each search
+	rows     rowCache  // messages recent searches showed
 	// wv is the word vector table of the semantic channel, nil when it is
 	// off; sem holds wv.Dims() int8 codes per item and semScale what turns
 	// their dot product into a cosine (0 for an item without a known
@@ -192,24 +195,44 @@ func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
 	if err := r.loadMessages(ctx, x); err != nil {
 		return err
 	}
-	var entries []struct {
-		ID         int64
-		Content    string
-		Importance int
-		GameTime   time.Time
+	// One statement tells what else changed: the NPC's clock, its memory
+	// revision, and whether a journal entry was added. Most searches read
+	// nothing more.
+	var gameTime sql.NullTime
+	var rev int64
+	var newEntries bool
+	if err := db.Raw(marksSQL, x.npc, x.npc, x.lastEntry, x.npc).Row().Scan(&gameTime, &rev, &newEntries); err != nil {
+		return fmt.Errorf("index %q: %w", x.npc, err)
 	}
-	if err := db.Model(&Entry{}).Select("id, content, importance, game_time").
-		Where("character_id = ? AND id > ?", x.npc, x.lastEntry).Order("id").Scan(&entries).Error; err != nil {
-		return fmt.Errorf("index journal of %q: %w", x.npc, err)
+	x.gameTime = gameTime.Time
+	if newEntries {
+		var entries []struct {
+			ID         int64
+			Content    string
+			Importance int
+			GameTime   time.Time
+		}
+		if err := db.Model(&Entry{}).Select("id, content, importance, game_time").
+			Where("character_id = ? AND id > ?", x.npc, x.lastEntry).Order("id").Scan(&entries).Error; err != nil {
+			return fmt.Errorf("index journal of %q: %w", x.npc, err)
+		}
+		for _, e := range entries {
+			text := unstamped(e.Content)
+			p := x.add(item{id: e.ID, kind: kindJournal, gameTime: e.GameTime.Unix(), imp: int8(e.Importance)}, text)
+			x.pending[p] = text
+			x.lastEntry = e.ID
+		}
 	}
-	for _, e := range entries {
-		text := unstamped(e.Content)
-		p := x.add(item{id: e.ID, kind: kindJournal, gameTime: e.GameTime.Unix(), imp: int8(e.Importance)}, text)
-		x.pending[p] = text
-		x.lastEntry = e.ID
-	}
-	return r.loadMemories(ctx, x)
+	return r.loadMemories(ctx, x, rev)
 }
+
+// marksSQL reads, for refresh, an NPC's game clock (NULL when it has no
+// row), its memory revision (0 before its first memory) and whether it has
+// a journal entry above an id: one row, whatever exists.
+const marksSQL = `SELECT characters.game_time,
+	COALESCE((SELECT rev FROM memory_revs WHERE memory_revs.character_id = ?), 0),
+	EXISTS (SELECT 1 FROM entries WHERE entries.character_id = ? AND entries.id > ?)
+	FROM (SELECT 1 AS one) AS one LEFT JOIN characters ON characters.id = ?`
 
 func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	var msgs []struct {
@@ -262,16 +285,10 @@ const maxKeptNew = 32
 // perceived, what it said in free text, and what game tools returned.
 var searchableRoles = []string{"user", "assistant", "tool"}
 
-func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex) error {
+// loadMemories brings the index's memories up to rev, the NPC's memory
+// revision.
+func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex, rev int64) error {
 	db := r.store.r(ctx)
-	var revs []int64
-	if err := db.Model(&memoryRev{}).Where("character_id = ?", x.npc).Pluck("rev", &revs).Error; err != nil {
-		return fmt.Errorf("index memories of %q: %w", x.npc, err)
-	}
-	rev := int64(0)
-	if len(revs) > 0 {
-		rev = revs[0]
-	}
 	switch {
 	case rev < x.memRev:
 		return errReset // the NPC's memories were deleted since the index was built

@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 	"gorm.io/gorm"
 
-	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/internal/wordvec"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"
@@ -472,18 +471,13 @@ func (r *Retriever) Index(ctx context.Context, id string) error {
 	return nil
 }
 
-// now returns the NPC's game clock: its latest perceived game time, or the
-// newest item's time when the NPC has none.
-func (r *Retriever) now(ctx context.Context, x *npcIndex) (time.Time, error) {
-	var ts []time.Time
-	err := r.store.r(ctx).Model(&character.Character{}).Where("id = ?", x.npc).Pluck("game_time", &ts).Error
-	if err != nil {
-		return time.Time{}, fmt.Errorf("game time of %q: %w", x.npc, err)
+// now returns the NPC's game clock, as the refresh of x read it: its latest
+// perceived game time, or the newest item's time when the NPC has none.
+func (r *Retriever) now(x *npcIndex) time.Time {
+	if ts := x.gameTime; !ts.IsZero() && ts.Unix() > 0 {
+		return ts
 	}
-	if len(ts) > 0 && !ts[0].IsZero() && ts[0].Unix() > 0 {
-		return ts[0], nil
-	}
-	return time.Unix(x.newest, 0).UTC(), nil
+	return time.Unix(x.newest, 0).UTC()
 }
 
 // scan computes the cosine of q with every item into x.scores, in parallel

@@ -128,10 +128,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	if x.wv != nil {
 		x.scanSemantic(x.semQuery(terms))
 	}
-	now, err := r.now(ctx, x)
-	if err != nil {
-		return nil, err
-	}
+	now := r.now(x)
 	pool := max(r.cfg.pool, 4*k)
 	hits := x.keyword(terms, pool, r.cfg.wExpand)
 	ranked := r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
