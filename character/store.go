@@ -400,11 +400,12 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 }
 
 // Glance is what a tick needs to decide whether an NPC has anything to
-// answer, and what an idle tick reports: the NPC's counters, token totals
-// and waiting calls, without its settings.
+// answer, and what an idle tick reports: the NPC's whole state, without
+// its settings but with the times that date them.
 type Glance struct {
-	// NPC holds the state, the window and max_output_tokens; its other
-	// settings are not read.
+	// NPC holds the state, the window, max_output_tokens, and the creation
+	// and update times (a copy of the settings read at the same times is
+	// current); its other settings are not read.
 	NPC *Character
 	// Pending is whether an event waits in the inbox.
 	Pending bool
@@ -416,6 +417,7 @@ type Glance struct {
 // running it.
 const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
 	tool_tokens, compactions, awaiting, resume, compaction_note, context_window, max_output_tokens,
+	game_time, last_sleep_at, sleep_mark, history_rev, created_at, updated_at,
 	EXISTS (SELECT 1 FROM events WHERE events.character_id = characters.id AND consumed_at IS NULL)
 	FROM characters WHERE id = ?`
 
@@ -423,10 +425,12 @@ const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages
 func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 	c := &Character{ID: id}
 	var note sql.NullString
+	var gameTime sql.NullTime
 	var pending bool
 	dest := []any{&c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
-		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &pending}
+		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens,
+		&gameTime, &c.State.LastSleepAt, &c.State.SleepMark, &c.State.HistoryRev, &c.CreatedAt, &c.UpdatedAt, &pending}
 	var err error
 	if stmt := s.glance.get(s.db); stmt != nil {
 		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
@@ -440,6 +444,7 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 		return nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	c.State.CompactionNote = note.String
+	c.State.GameTime = gameTime.Time
 	return &Glance{NPC: c, Pending: pending}, nil
 }
 

@@ -195,6 +195,7 @@ type Engine struct {
 	locks    sleep.Locker
 	sem      chan struct{}
 	toolsets sync.Map // npc id → cachedSet
+	settings sync.Map // npc id → *character.Character: settings as last read, no state
 	history  *historyCache
 	feed     *feedSignal // wakes action feed readers
 	auto     *autoTicker
@@ -336,6 +337,7 @@ func (e *Engine) HoldNPC(ctx context.Context, id string) (release func(), err er
 func (e *Engine) Forget(id string) {
 	e.history.drop(id)
 	e.toolsets.Delete(id)
+	e.settings.Delete(id)
 	for _, o := range e.deps.Owners {
 		if f, ok := o.(Forgetter); ok {
 			f.Forget(id)
@@ -402,4 +404,28 @@ func (e *Engine) keepToolSet(c *character.Character, set *tools.Set) {
 // its update time, to the microsecond.
 func settingsRev(c *character.Character) time.Time {
 	return c.UpdatedAt.Truncate(time.Microsecond)
+}
+
+// npc returns the whole NPC whose state g read (character.Store.Glance):
+// its settings from memory when those held are the ones g dates, else read
+// with the rest of its row. Settings change only with the update time (a
+// PUT or PATCH, by any daemon), and a deleted NPC created again has another
+// creation time.
+func (e *Engine) npc(ctx context.Context, g *character.Character) (*character.Character, error) {
+	if v, ok := e.settings.Load(g.ID); ok {
+		held := v.(*character.Character)
+		if settingsRev(held).Equal(settingsRev(g)) && held.CreatedAt.Truncate(time.Microsecond).Equal(g.CreatedAt.Truncate(time.Microsecond)) {
+			c := *held
+			c.State = g.State
+			return &c, nil
+		}
+	}
+	c, err := e.deps.Characters.Get(ctx, g.ID)
+	if err != nil {
+		return nil, err
+	}
+	held := *c
+	held.State = character.State{}
+	e.settings.Store(c.ID, &held)
+	return c, nil
 }

@@ -104,6 +104,7 @@ func (e *Engine) putNPC(ctx context.Context, c *character.Character, createOnly 
 		created, err = e.deps.Characters.Put(ctx, c)
 		return err
 	})
+	e.settings.Delete(c.ID)
 	if err != nil {
 		e.toolsets.Delete(c.ID)
 		return false, err
@@ -151,6 +152,7 @@ func (e *Engine) DeleteNPC(ctx context.Context, id string) error {
 		}
 	}
 	e.toolsets.Delete(id)
+	e.settings.Delete(id)
 	e.history.drop(id)
 	if e.deps.Scheduler != nil {
 		e.deps.Scheduler.Unschedule(id)

@@ -106,7 +106,7 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	if !g.Pending && !g.NPC.State.Resume {
 		return e.idleWithKey(ctx, g.NPC, key)
 	}
-	c, err := cs.Get(ctx, id)
+	c, err := e.npc(ctx, g.NPC)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 type firstTool struct {
 	mu      sync.Mutex
 	offered [][]string
+	system  string // the system message of the last call
 }
 
 func (m *firstTool) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
@@ -26,6 +28,7 @@ func (m *firstTool) Chat(_ context.Context, req llm.Request) (llm.Response, erro
 	}
 	m.mu.Lock()
 	m.offered = append(m.offered, names)
+	m.system = req.Messages[0].Content
 	n := len(m.offered)
 	m.mu.Unlock()
 	if last := req.Messages[len(req.Messages)-1]; last.Role != llm.RoleUser {
@@ -111,4 +114,67 @@ func TestToolSetFollowsTheNPCsTools(t *testing.T) {
 	if err != nil || a != b {
 		t.Errorf("toolSet compiled again for unchanged settings (%p, %p, %v)", a, b, err)
 	}
+}
+
+// A tick reads an NPC's settings from memory while they are current: after
+// a PUT through the engine, another daemon's write of the settings, or a
+// delete and create again, the next tick uses the new ones.
+func TestTickFollowsTheNPCsSettings(t *testing.T) {
+	model := &firstTool{}
+	env := openEnv(t, filepath.Join(t.TempDir(), "npcd.db"), model)
+	ctx := context.Background()
+	npc := func(persona string) *character.Character {
+		c := brom()
+		c.Model = "fake"
+		c.Persona = persona
+		c.Tools = store.NewJSON([]character.ToolSpec{gameTool("wave")})
+		return c
+	}
+	tickSees := func(persona string) {
+		t.Helper()
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: "Hello there."}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+			t.Fatal(err)
+		}
+		model.mu.Lock()
+		system := model.system
+		model.mu.Unlock()
+		if !strings.Contains(system, persona) {
+			t.Errorf("the system prompt %q does not hold the persona %q", system, persona)
+		}
+	}
+	if _, err := env.eng.PutNPC(ctx, npc("You are Brom, a smith.")); err != nil {
+		t.Fatal(err)
+	}
+	tickSees("You are Brom, a smith.")
+	tickSees("You are Brom, a smith.")
+	if _, err := env.eng.PutNPC(ctx, npc("You are Brom, a retired smith.")); err != nil {
+		t.Fatal(err)
+	}
+	tickSees("You are Brom, a retired smith.")
+
+	// Another daemon's write: this engine only sees the row change.
+	other := character.NewStore(env.eng.deps.DB)
+	c, err := other.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Persona = "You are Brom, a smith turned farmer."
+	if _, err := other.Put(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	tickSees("You are Brom, a smith turned farmer.")
+
+	// Deleted and created again, by another daemon.
+	if err := other.Delete(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	c = npc("You are Brom, the new smith.")
+	c.ApplyDefaults()
+	if err := other.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	tickSees("You are Brom, the new smith.")
 }
