@@ -25,12 +25,13 @@ type Store struct {
 	db     *gorm.DB
 	hot    *gorm.DB   // db with its statements kept prepared (store.Prepared); nil inside a transaction
 	glance *stmtCache // nil inside a transaction
+	state  *stmtCache // nil inside a transaction
 	inTx   bool
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
 func NewStore(db *gorm.DB) *Store {
-	return &Store{db: db, hot: store.Prepared(db), glance: &stmtCache{}}
+	return &Store{db: db, hot: store.Prepared(db), glance: &stmtCache{query: glanceSQL}, state: &stmtCache{query: stateSQL}}
 }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
@@ -400,12 +401,11 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 }
 
 // Glance is what a tick needs to decide whether an NPC has anything to
-// answer, and what an idle tick reports: the NPC's whole state, without
-// its settings but with the times that date them.
+// answer, and what an idle tick reports: the NPC's counters, token totals
+// and waiting calls, without its settings.
 type Glance struct {
-	// NPC holds the state, the window, max_output_tokens, and the creation
-	// and update times (a copy of the settings read at the same times is
-	// current); its other settings are not read.
+	// NPC holds the state, the window and max_output_tokens; its other
+	// settings are not read.
 	NPC *Character
 	// Pending is whether an event waits in the inbox.
 	Pending bool
@@ -417,7 +417,6 @@ type Glance struct {
 // running it.
 const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
 	tool_tokens, compactions, awaiting, resume, compaction_note, context_window, max_output_tokens,
-	game_time, last_sleep_at, sleep_mark, history_rev, created_at, updated_at,
 	EXISTS (SELECT 1 FROM events WHERE events.character_id = characters.id AND consumed_at IS NULL)
 	FROM characters WHERE id = ?`
 
@@ -425,12 +424,10 @@ const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages
 func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 	c := &Character{ID: id}
 	var note sql.NullString
-	var gameTime sql.NullTime
 	var pending bool
 	dest := []any{&c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
-		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens,
-		&gameTime, &c.State.LastSleepAt, &c.State.SleepMark, &c.State.HistoryRev, &c.CreatedAt, &c.UpdatedAt, &pending}
+		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &pending}
 	var err error
 	if stmt := s.glance.get(s.db); stmt != nil {
 		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
@@ -444,15 +441,52 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 		return nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	c.State.CompactionNote = note.String
-	c.State.GameTime = gameTime.Time
 	return &Glance{NPC: c, Pending: pending}, nil
+}
+
+// stateSQL reads an NPC's whole state and the times that date its settings
+// in one statement, prepared once per connection on SQLite like glanceSQL.
+const stateSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
+	tool_tokens, compactions, awaiting, resume, game_time, last_sleep_at, sleep_mark, history_rev, compaction_note,
+	created_at, updated_at
+	FROM characters WHERE id = ?`
+
+// State reads NPC id's whole state, its creation and its update time — not
+// its other settings — or returns ErrNotFound. Settings change only with
+// the update time (every PUT or PATCH sets it anew) and an NPC deleted and
+// created again has another creation time, so a copy of the settings read
+// at the same two times is current.
+func (s *Store) State(ctx context.Context, id string) (*Character, error) {
+	c := &Character{ID: id}
+	var note sql.NullString
+	var gameTime sql.NullTime
+	dest := []any{&c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
+		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
+		&c.State.Resume, &gameTime, &c.State.LastSleepAt, &c.State.SleepMark, &c.State.HistoryRev, &note,
+		&c.CreatedAt, &c.UpdatedAt}
+	var err error
+	if stmt := s.state.get(s.db); stmt != nil {
+		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
+	} else {
+		err = s.q(ctx).Raw(stateSQL, id).Row().Scan(dest...)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state of npc %q: %w", id, err)
+	}
+	c.State.CompactionNote = note.String
+	c.State.GameTime = gameTime.Time
+	return c, nil
 }
 
 // stmtCache prepares one statement once on a database handle (never inside
 // a transaction, whose connection it could not use).
 type stmtCache struct {
-	once sync.Once
-	stmt *sql.Stmt
+	query string
+	once  sync.Once
+	stmt  *sql.Stmt
 }
 
 func (sc *stmtCache) get(db *gorm.DB) *sql.Stmt {
@@ -464,7 +498,7 @@ func (sc *stmtCache) get(db *gorm.DB) *sql.Stmt {
 		if err != nil {
 			return
 		}
-		if st, err := sqlDB.Prepare(glanceSQL); err == nil {
+		if st, err := sqlDB.Prepare(sc.query); err == nil {
 			sc.stmt = st
 		}
 	})

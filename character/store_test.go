@@ -1198,3 +1198,37 @@ func TestGlance(t *testing.T) {
 		t.Fatalf("unknown NPC: %v", err)
 	}
 }
+
+// State reads, in one statement, exactly the state and the times Get has.
+func TestState(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	newMaskFixture(t, s, "brom")
+	st, err := s.State(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State.LastSleepAt != nil {
+		t.Fatalf("last sleep %v, want none", st.State.LastSleepAt)
+	}
+	if err := s.UpdateState(ctx, "brom", map[string]any{"tick": 9, "resume": true, "compaction_note": "over target",
+		"awaiting":  store.NewJSON([]character.PendingCall{{ID: "c1", Tool: "look"}}),
+		"game_time": time.Date(2026, 11, 21, 10, 2, 3, 0, time.UTC), "last_sleep_at": time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC),
+		"sleep_mark": 7}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = s.State(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	full := get(t, s, "brom")
+	if diff := cmp.Diff(full.State, st.State); diff != "" {
+		t.Fatalf("State differs from Get (-get +state):\n%s", diff)
+	}
+	if st.ID != "brom" || !st.CreatedAt.Equal(full.CreatedAt) || !st.UpdatedAt.Equal(full.UpdatedAt) || st.UpdatedAt.IsZero() {
+		t.Fatalf("State times: created %v updated %v, Get: %v %v", st.CreatedAt, st.UpdatedAt, full.CreatedAt, full.UpdatedAt)
+	}
+	if _, err := s.State(ctx, "nobody"); !errors.Is(err, character.ErrNotFound) {
+		t.Fatalf("unknown NPC: %v", err)
+	}
+}

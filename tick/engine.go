@@ -406,21 +406,25 @@ func settingsRev(c *character.Character) time.Time {
 	return c.UpdatedAt.Truncate(time.Microsecond)
 }
 
-// npc returns the whole NPC whose state g read (character.Store.Glance):
-// its settings from memory when those held are the ones g dates, else read
-// with the rest of its row. Settings change only with the update time (a
-// PUT or PATCH, by any daemon), and a deleted NPC created again has another
-// creation time.
-func (e *Engine) npc(ctx context.Context, g *character.Character) (*character.Character, error) {
-	if v, ok := e.settings.Load(g.ID); ok {
+// npc returns NPC id whole: its state and the times that date its settings
+// read (character.Store.State), its settings from memory when those held
+// are the ones these times date, else read with the rest of its row.
+// Settings change only with the update time (a PUT or PATCH, by any
+// daemon), and a deleted NPC created again has another creation time.
+func (e *Engine) npc(ctx context.Context, id string) (*character.Character, error) {
+	st, err := e.deps.Characters.State(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := e.settings.Load(id); ok {
 		held := v.(*character.Character)
-		if settingsRev(held).Equal(settingsRev(g)) && held.CreatedAt.Truncate(time.Microsecond).Equal(g.CreatedAt.Truncate(time.Microsecond)) {
+		if settingsRev(held).Equal(settingsRev(st)) && held.CreatedAt.Truncate(time.Microsecond).Equal(st.CreatedAt.Truncate(time.Microsecond)) {
 			c := *held
-			c.State = g.State
+			c.State = st.State
 			return &c, nil
 		}
 	}
-	c, err := e.deps.Characters.Get(ctx, g.ID)
+	c, err := e.deps.Characters.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
