@@ -84,6 +84,12 @@ type npcIndex struct {
 	semScale  []float32
 	semScores []float32 // scratch for semantic scores, reused by each search
 	semTmp    []float32
+	// semText holds the text of the items whose sentence vector is not
+	// computed yet: vectors are computed by the first semantic scan that
+	// needs them (ensureSemantic), so an index built for anything else
+	// (embedding, near duplicates) or searched with no known word never
+	// pays for them.
+	semText map[int32]string
 	// sizeHint and usedHint are the size and last use recorded when the
 	// index was last released; they are guarded by Retriever.mu, not mu.
 	sizeHint int64
@@ -91,13 +97,13 @@ type npcIndex struct {
 }
 
 func newIndex(npc string) *npcIndex {
-	return &npcIndex{npc: npc, pos: map[itemKey]int32{}, userRank: map[int32]int32{}, pending: map[int32]string{}, post: map[string][]posting{}, family: map[string][]string{}, who: map[string]int32{}}
+	return &npcIndex{npc: npc, semText: map[int32]string{}, pos: map[itemKey]int32{}, userRank: map[int32]int32{}, pending: map[int32]string{}, post: map[string][]posting{}, family: map[string][]string{}, who: map[string]int32{}}
 }
 
 func (x *npcIndex) bytes() int64 {
 	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
 		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
-		int64(cap(x.sem)) + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size()
+		int64(cap(x.sem)) + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes()
 }
 
 // whoID numbers the entity whose name is name (by its first word), 0 for
@@ -150,7 +156,7 @@ func (x *npcIndex) add(it item, text string) int32 {
 	words := ftsWords(text)
 	x.addPostings(p, words)
 	if x.wv != nil {
-		x.addSemantic(words)
+		x.semText[p] = text // its sentence vector waits for a semantic scan
 	}
 	x.items = append(x.items, it)
 	x.kinds[it.kind]++

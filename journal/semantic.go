@@ -8,7 +8,7 @@ import (
 )
 
 // The semantic channel compares meanings of words, not their forms: each
-// item's text gets a sentence vector when it enters the NPC's index (the
+// item's text gets a sentence vector once a search needs it (the
 // weighted mean of the offline word vectors of its words, package
 // wordvec), kept as int8 beside the item, and a search compares the
 // query's sentence vector with all of them. "my kids love the outdoors"
@@ -89,25 +89,42 @@ func quantize(dst []int8, v []float32) float32 {
 	return float32(1 / math.Sqrt(float64(s)))
 }
 
-// addSemantic gives item p (the last added) its sentence vector.
-func (x *npcIndex) addSemantic(words []string) {
+// ensureSemantic computes the sentence vectors of the items still
+// without one (semText), so that every item has its vector.
+func (x *npcIndex) ensureSemantic() {
+	n := len(x.items)
+	if x.wv == nil || len(x.semText) == 0 && len(x.semScale) == n {
+		return
+	}
 	t := x.wv
 	d := t.Dims()
-	x.sem = append(x.sem, make([]int8, d)...)
-	x.semScale = append(x.semScale, 0)
-	ids := semWords(t, words)
-	if len(ids) == 0 {
-		return
+	if len(x.semScale) < n {
+		x.sem = append(x.sem, make([]int8, (n-len(x.semScale))*d)...)
+		x.semScale = append(x.semScale, make([]float32, n-len(x.semScale))...)
 	}
 	if cap(x.semTmp) < d {
 		x.semTmp = make([]float32, d)
 	}
 	v := x.semTmp[:d]
-	if !semVector(t, v, ids, nil) {
-		return
+	for p, text := range x.semText {
+		x.semScale[p] = 0
+		ids := semWords(t, ftsWords(text))
+		if len(ids) == 0 || !semVector(t, v, ids, nil) {
+			clear(x.sem[int(p)*d : int(p+1)*d])
+			continue
+		}
+		x.semScale[p] = quantize(x.sem[int(p)*d:int(p+1)*d], v)
 	}
-	p := len(x.semScale) - 1
-	x.semScale[p] = quantize(x.sem[p*d:(p+1)*d], v)
+	clear(x.semText)
+}
+
+// semTextBytes is what the texts waiting for a sentence vector hold.
+func (x *npcIndex) semTextBytes() int64 {
+	n := int64(0)
+	for _, s := range x.semText {
+		n += int64(len(s)) + 24
+	}
+	return n
 }
 
 // semQuery returns the codes and scale of the query's sentence vector, its
@@ -145,6 +162,7 @@ func (x *npcIndex) scanSemantic(q []int8, qs float32) {
 		clear(x.semScores)
 		return
 	}
+	x.ensureSemantic()
 	d := len(q)
 	parallel(n, n*d, func(lo, hi int) {
 		for i := lo; i < hi; i++ {

@@ -3,6 +3,8 @@ package journal
 import (
 	"context"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // A memory that says the same thing in other words is found through the
@@ -95,7 +97,11 @@ func TestSemanticVectors(t *testing.T) {
 	x.add(item{id: 1, kind: kindMessage}, "the kids went camping")
 	x.add(item{id: 2, kind: kindMessage}, "the tax on grain went up")
 	x.add(item{id: 3, kind: kindMessage}, "Zorblax qwvy!") // no known word
-	if len(x.sem) != 3*x.wv.Dims() || len(x.semScale) != 3 {
+	if len(x.sem) != 0 || len(x.semText) != 3 {
+		t.Fatalf("%d codes and %d texts waiting after adding: vectors are computed when a search needs them", len(x.sem), len(x.semText))
+	}
+	x.ensureSemantic()
+	if len(x.sem) != 3*x.wv.Dims() || len(x.semScale) != 3 || len(x.semText) != 0 {
 		t.Fatalf("%d codes, %d scales", len(x.sem), len(x.semScale))
 	}
 	if x.semScale[2] != 0 {
@@ -158,5 +164,41 @@ func TestDotMatchesThePlainLoop(t *testing.T) {
 		if got, want := dot(a, b), plain(a, b); got != want {
 			t.Fatalf("dot of %d = %v, want %v", n, got, want)
 		}
+	}
+}
+
+// An index built for something else than a semantic search (near
+// duplicates, as a sleep's consolidation asks) computes no sentence
+// vector; the first search that needs them computes them all, and ranks
+// as an index that had them from the start.
+func TestSentenceVectorsWaitForASearch(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "brom", t0)
+	e.say(t, "brom", t0, []string{"alice says: we took the children camping", "bob says: the tax on grain went up"}, nil)
+	r := e.retriever(t)
+	if _, err := r.NearDuplicates(ctx, "brom", "the kids went camping", 0.9, 5); err != nil {
+		t.Fatal(err)
+	}
+	x := r.npcs["brom"]
+	if len(x.sem) != 0 || len(x.semText) != 2 {
+		t.Fatalf("after near duplicates: %d codes, %d texts waiting; want none computed", len(x.sem), len(x.semText))
+	}
+	got, err := r.Search(ctx, "brom", "my kids love the outdoors", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.semText) != 0 || len(x.semScale) != 2 {
+		t.Fatalf("after a search: %d scales, %d texts waiting; want all computed", len(x.semScale), len(x.semText))
+	}
+	want, err := e.retriever(t).Search(ctx, "brom", "my kids love the outdoors", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || got[0].Parts[PartSemantic] == 0 {
+		t.Fatalf("search = %+v, want the camping trip found by meaning", got)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("late vectors rank otherwise (-fresh +late):\n%s", diff)
 	}
 }
