@@ -24,6 +24,9 @@
 // importance, and keeps superseded memories below their replacements. A hit
 // on a perceived message brings its neighbouring turn into the same result
 // (a question and its reply), and a result cites exactly what it shows.
+// What was said on the game day of the best matches gains a little
+// (WithSession): the rest of the sitting they come from is likely part of
+// the same story.
 //
 // Relative dates ("yesterday", "last Friday", "next month") are grounded
 // when entries and memories are written (GroundDates): the absolute date

@@ -32,6 +32,7 @@ const (
 	DefaultExpansionWeight  = 0.5
 	DefaultEntityWeight     = 0.25
 	DefaultSemanticWeight   = 0.6
+	DefaultSessionWeight    = 0.5
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 240
@@ -102,7 +103,7 @@ func (r *Retriever) Flush(ctx context.Context) error {
 
 type retrieverConfig struct {
 	wVec, wKw, wRec, wImp, wNeighbour float64
-	wExpand, wEntity, wSem            float64
+	wExpand, wEntity, wSem, wSession  float64
 	halfLife                          time.Duration
 	cacheBytes                        int64
 	maxEmbed                          int
@@ -191,6 +192,17 @@ func WithEntity(w float64) Option {
 // paraphrase is found without a shared word. It must be in [0, 1].
 func WithSemantic(w float64) Option {
 	return weight("semantic weight", w, 1, func(c *retrieverConfig) *float64 { return &c.wSem })
+}
+
+// WithSession sets how much a result gains from being on the same game
+// day as the best matches of the query (default DefaultSessionWeight; 0
+// turns it off): its score is multiplied by 1 + w times the share of that
+// day among the scores of the five best-matching perceived messages. What
+// was said in the same sitting as the best matches is
+// likely part of the same story: the reply that holds the date, the
+// greeting that says what happened. It must be in [0, 2].
+func WithSession(w float64) Option {
+	return weight("session weight", w, 2, func(c *retrieverConfig) *float64 { return &c.wSession })
 }
 
 // weight is an Option setting the weight field gives to w, refused
@@ -300,7 +312,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 	}
 	r := &Retriever{store: s, log: zerolog.Nop(), npcs: map[string]*npcIndex{}, cfg: retrieverConfig{
 		wVec: DefaultVectorWeight, wKw: DefaultKeywordWeight, wRec: DefaultRecencyWeight, wImp: DefaultImportanceWeight,
-		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, wSem: DefaultSemanticWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
+		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, wSem: DefaultSemanticWeight, wSession: DefaultSessionWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
 		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
 	}}
