@@ -8,7 +8,8 @@
 // Retrieval is hybrid. The Retriever's keyword channel is BM25 computed in
 // Go over each NPC's in-memory index, with that NPC's own statistics, so a
 // search reads only the NPC's rows and its ranking never depends on other
-// NPCs; a query word also reaches, at a lower weight, the words of the
+// NPCs (with a length normalization below the usual, WithLengthNorm, so
+// short chit-chat does not crowd out the lines that tell what happened); a query word also reaches, at a lower weight, the words of the
 // NPC's index with the same Snowball stem (WithExpansion), and what the
 // people a query names said, and the memories about them, gain relevance
 // (WithEntity). Store.Search, the plain keyword search without an index in memory,

@@ -33,6 +33,7 @@ const (
 	DefaultEntityWeight     = 0.25
 	DefaultSemanticWeight   = 0.6
 	DefaultSessionWeight    = 0.5
+	DefaultLengthNorm       = 0.3
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 240
@@ -104,6 +105,7 @@ func (r *Retriever) Flush(ctx context.Context) error {
 type retrieverConfig struct {
 	wVec, wKw, wRec, wImp, wNeighbour float64
 	wExpand, wEntity, wSem, wSession  float64
+	lengthNorm                        float64
 	halfLife                          time.Duration
 	cacheBytes                        int64
 	maxEmbed                          int
@@ -203,6 +205,18 @@ func WithSemantic(w float64) Option {
 // greeting that says what happened. It must be in [0, 2].
 func WithSession(w float64) Option {
 	return weight("session weight", w, 2, func(c *retrieverConfig) *float64 { return &c.wSession })
+}
+
+// WithLengthNorm sets BM25's length normalization b of the keyword
+// channel (default DefaultLengthNorm, below the usual 0.75 of FTS5 and
+// Lucene): how much a long text's matches count less than a short one's.
+// Lines of conversation are short and vary little in length, and a short
+// one ("thanks, I love my family!") is rarely about its words more than a
+// longer one that tells what happened; with the usual normalization such
+// lines crowd out the ones that hold the facts. 0 ignores length, 1
+// normalizes fully. It must be in [0, 1].
+func WithLengthNorm(b float64) Option {
+	return weight("length normalization", b, 1, func(c *retrieverConfig) *float64 { return &c.lengthNorm })
 }
 
 // weight is an Option setting the weight field gives to w, refused
@@ -312,7 +326,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 	}
 	r := &Retriever{store: s, log: zerolog.Nop(), npcs: map[string]*npcIndex{}, cfg: retrieverConfig{
 		wVec: DefaultVectorWeight, wKw: DefaultKeywordWeight, wRec: DefaultRecencyWeight, wImp: DefaultImportanceWeight,
-		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, wSem: DefaultSemanticWeight, wSession: DefaultSessionWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
+		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, wSem: DefaultSemanticWeight, wSession: DefaultSessionWeight, lengthNorm: DefaultLengthNorm, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
 		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
 	}}

@@ -138,7 +138,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		return nil, err
 	}
 	pool := max(r.cfg.pool, 4*k)
-	hits := x.keyword(terms, pool, r.cfg.wExpand)
+	hits := x.keyword(terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
 	ranked := r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
 	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows)
 	if err != nil {
