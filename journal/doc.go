@@ -25,6 +25,9 @@
 // importance, and keeps superseded memories below their replacements. A hit
 // on a perceived message brings its neighbouring turn into the same result
 // (a question and its reply), and a result cites exactly what it shows.
+// The keyword channel searches a second time for the most telling words of
+// the best-matching lines (pseudo-relevance feedback, WithFeedback), so
+// lines that tell the same story in other words come next.
 // What was said on the game day of the best matches gains a little
 // (WithSession): the rest of the sitting they come from is likely part of
 // the same story.

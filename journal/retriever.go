@@ -34,6 +34,7 @@ const (
 	DefaultSemanticWeight   = 0.6
 	DefaultSessionWeight    = 0.5
 	DefaultLengthNorm       = 0.3
+	DefaultFeedbackWeight   = 0.2
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 240
@@ -105,7 +106,7 @@ func (r *Retriever) Flush(ctx context.Context) error {
 type retrieverConfig struct {
 	wVec, wKw, wRec, wImp, wNeighbour float64
 	wExpand, wEntity, wSem, wSession  float64
-	lengthNorm                        float64
+	lengthNorm, wFeedback             float64
 	halfLife                          time.Duration
 	cacheBytes                        int64
 	maxEmbed                          int
@@ -219,6 +220,18 @@ func WithLengthNorm(b float64) Option {
 	return weight("length normalization", b, 1, func(c *retrieverConfig) *float64 { return &c.lengthNorm })
 }
 
+// WithFeedback sets the weight of pseudo-relevance feedback in the
+// keyword channel (default DefaultFeedbackWeight; 0 turns it off): the
+// most telling words of the three best-matching perceived messages, which
+// the query lacks, are searched for too, and their best hit counts w
+// times the query's best. The best matches say, in the NPC's own words,
+// what the query is about, so lines that share no word with the query
+// but share the story with its best matches are found. It must be in
+// [0, 1].
+func WithFeedback(w float64) Option {
+	return weight("feedback weight", w, 1, func(c *retrieverConfig) *float64 { return &c.wFeedback })
+}
+
 // weight is an Option setting the weight field gives to w, refused
 // unless w is in [0, hi].
 func weight(what string, w, hi float64, field func(*retrieverConfig) *float64) Option {
@@ -326,7 +339,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 	}
 	r := &Retriever{store: s, log: zerolog.Nop(), npcs: map[string]*npcIndex{}, cfg: retrieverConfig{
 		wVec: DefaultVectorWeight, wKw: DefaultKeywordWeight, wRec: DefaultRecencyWeight, wImp: DefaultImportanceWeight,
-		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, wSem: DefaultSemanticWeight, wSession: DefaultSessionWeight, lengthNorm: DefaultLengthNorm, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
+		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, wSem: DefaultSemanticWeight, wSession: DefaultSessionWeight, lengthNorm: DefaultLengthNorm, wFeedback: DefaultFeedbackWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
 		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
 	}}

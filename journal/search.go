@@ -140,6 +140,16 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	pool := max(r.cfg.pool, 4*k)
 	hits := x.keyword(terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
 	ranked := r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
+	if r.cfg.wFeedback > 0 {
+		more, err := r.feedbackTerms(ctx, x, ranked, terms)
+		if err != nil {
+			return nil, err
+		}
+		if len(more) > 0 {
+			hits = addHits(hits, x.keyword(more, pool, 0, r.cfg.lengthNorm), r.cfg.wFeedback)
+			ranked = r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
+		}
+	}
 	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows)
 	if err != nil {
 		return nil, err
