@@ -109,6 +109,9 @@ var Ablations = map[string]string{
 	"morphology": "no expansion of query words to words of the same root",
 	"entity":     "no gain for what the people a query names said or are",
 	"semantic":   "no similarity of meaning from offline word vectors",
+	"session":    "no gain for what was said on the game day of the best matches",
+	"length":     "BM25's usual length normalization (b = 0.75) instead of the lowered one",
+	"feedback":   "no search for the telling words of the best matches (pseudo-relevance feedback)",
 }
 
 // ablation returns the retrieval options that switch signal name off, and
@@ -131,6 +134,12 @@ func ablation(name string) (opts []journal.Option, rawDates bool) {
 		return []journal.Option{journal.WithEntity(0)}, false
 	case "semantic":
 		return []journal.Option{journal.WithSemantic(0)}, false
+	case "feedback":
+		return []journal.Option{journal.WithFeedback(0)}, false
+	case "length":
+		return []journal.Option{journal.WithLengthNorm(0.75)}, false
+	case "session":
+		return []journal.Option{journal.WithSession(0)}, false
 	case "morphology":
 		return []journal.Option{journal.WithExpansion(0)}, false
 	case "dates":

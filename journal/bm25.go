@@ -22,7 +22,8 @@ import (
 // size of the database. (The FTS5 tables remain for Store.Search, the plain
 // keyword search that needs no index in memory.)
 
-// BM25 parameters, FTS5's defaults.
+// BM25 parameters: k1 is FTS5's default; bm25B is FTS5's default length
+// normalization, which the retriever lowers (WithLengthNorm).
 const (
 	bm25K1 = 1.2
 	bm25B  = 0.75
@@ -151,10 +152,10 @@ func (x *npcIndex) queryKeys(terms []string, expand float64) (keys []string, wei
 }
 
 // keyword ranks the NPC's items by BM25 for the query's terms (and their
-// family at weight expand, see queryKeys) and returns at most limit of
-// each kind, best first per kind. Only the postings of the looked-up keys
-// are read.
-func (x *npcIndex) keyword(terms []string, limit int, expand float64) []kwHit {
+// family at weight expand, see queryKeys), with length normalization b, and
+// returns at most limit of each kind, best first per kind. Only the
+// postings of the looked-up keys are read.
+func (x *npcIndex) keyword(terms []string, limit int, expand, b float64) []kwHit {
 	n := len(x.items)
 	if n == 0 || limit <= 0 || len(terms) == 0 {
 		return nil
@@ -178,7 +179,7 @@ func (x *npcIndex) keyword(terms []string, limit int, expand float64) []kwHit {
 		idf := weights[i] * math.Log(1+(float64(n)-d+0.5)/(d+0.5))
 		for _, e := range ps {
 			tf := float64(e.tf)
-			norm := bm25K1 * (1 - bm25B + bm25B*float64(x.dl[e.p])/avgdl)
+			norm := bm25K1 * (1 - b + b*float64(x.dl[e.p])/avgdl)
 			if acc[e.p] == 0 {
 				touched = append(touched, e.p)
 			}

@@ -86,26 +86,26 @@ func TestKeywordBM25(t *testing.T) {
 		}
 		return 0
 	}
-	hits := x.keyword([]string{"sword"}, 10, 0)
+	hits := x.keyword([]string{"sword"}, 10, 0, bm25B)
 	if s0, s1 := score(hits, 1), score(hits, 2); !(s0 > s1 && s1 > 0) {
 		t.Fatalf("a shorter row must score higher: %v vs %v", s0, s1)
 	}
 	if score(hits, 7) <= score(hits, 1) {
 		t.Fatalf("two occurrences (stemmed, any case) must beat one in a row of like length: %v", hits)
 	}
-	hits = x.keyword([]string{"sword", "forge"}, 10, 0)
+	hits = x.keyword([]string{"sword", "forge"}, 10, 0, bm25B)
 	if score(hits, 2) <= score(hits, 4) {
 		t.Fatalf("a row with both words must beat a row with the common one: %v", hits)
 	}
 	if s3, s4 := score(hits, 3), score(hits, 4); !(s3 > 0 && s4 > 0) || score(hits, 3) <= score(hits, 2)/10 {
 		t.Fatalf("journal and message rows are ranked alike: %v", hits)
 	}
-	if hits := x.keyword([]string{"cafe", "ferme"}, 10, 0); len(hits) != 1 || hits[0].id != 6 {
+	if hits := x.keyword([]string{"cafe", "ferme"}, 10, 0, bm25B); len(hits) != 1 || hits[0].id != 6 {
 		t.Fatalf("diacritics must be ignored on both sides: %v", hits)
 	}
 	// limit applies per kind, best first.
-	all := x.keyword([]string{"forge"}, 10, 0)
-	hits = x.keyword([]string{"forge"}, 1, 0)
+	all := x.keyword([]string{"forge"}, 10, 0, bm25B)
+	hits = x.keyword([]string{"forge"}, 1, 0, bm25B)
 	if len(hits) != 2 || hits[0].kind == hits[1].kind {
 		t.Fatalf("one hit per kind expected: %v", hits)
 	}
@@ -116,12 +116,12 @@ func TestKeywordBM25(t *testing.T) {
 			}
 		}
 	}
-	if x.keyword([]string{"unknown"}, 10, 0) != nil || x.keyword(nil, 10, 0) != nil {
+	if x.keyword([]string{"unknown"}, 10, 0, bm25B) != nil || x.keyword(nil, 10, 0, bm25B) != nil {
 		t.Fatal("no term, no hit")
 	}
 	// Scores are not left behind in the scratch between searches.
-	a := x.keyword([]string{"sword"}, 10, 0)
-	b := x.keyword([]string{"sword"}, 10, 0)
+	a := x.keyword([]string{"sword"}, 10, 0, bm25B)
+	b := x.keyword([]string{"sword"}, 10, 0, bm25B)
 	if !cmp.Equal(a, b, cmp.AllowUnexported(kwHit{})) {
 		t.Fatalf("repeated search differs: %v vs %v", a, b)
 	}
@@ -145,23 +145,61 @@ func TestKeywordExpansion(t *testing.T) {
 		}
 		return out
 	}
-	if got := ids(x.keyword([]string{"adopt"}, 10, 0)); !cmp.Equal(got, []int64{2}) {
+	if got := ids(x.keyword([]string{"adopt"}, 10, 0, bm25B)); !cmp.Equal(got, []int64{2}) {
 		t.Fatalf("without expansion only the own word matches: %v", got)
 	}
-	hits := x.keyword([]string{"adopt"}, 10, 0.5)
+	hits := x.keyword([]string{"adopt"}, 10, 0.5, bm25B)
 	if got := ids(hits); !cmp.Equal(got, []int64{2, 1}) {
 		t.Fatalf("expansion must reach the adoption, below the adopt: %v", got)
 	}
-	if got := ids(x.keyword([]string{"education"}, 10, 0.5)); !cmp.Equal(got, []int64{3, 4}) {
+	if got := ids(x.keyword([]string{"education"}, 10, 0.5, bm25B)); !cmp.Equal(got, []int64{3, 4}) {
 		t.Fatalf("education must reach educate below itself: %v", got)
 	}
 	// The weight scales what a family word adds.
-	low := x.keyword([]string{"adopt"}, 10, 0.25)
+	low := x.keyword([]string{"adopt"}, 10, 0.25, bm25B)
 	if !(low[1].score < hits[1].score && low[1].score > 0) || low[0].score != hits[0].score {
 		t.Fatalf("a lower weight must lower only the family's score: %v vs %v", low, hits)
 	}
 	// A word with no family in the index expands to nothing.
-	if got := ids(x.keyword([]string{"froze"}, 10, 1)); !cmp.Equal(got, []int64{5}) {
+	if got := ids(x.keyword([]string{"froze"}, 10, 1, bm25B)); !cmp.Equal(got, []int64{5}) {
 		t.Fatalf("froze: %v", got)
+	}
+}
+
+func TestLengthNormalization(t *testing.T) {
+	x := newIndex("n")
+	x.add(item{id: 1, kind: kindMessage}, "Mara says: my family!")
+	x.add(item{id: 2, kind: kindMessage}, "Mara says: we drove north to the lake with my family and roasted chestnuts by the water every night")
+	x.add(item{id: 3, kind: kindMessage}, "Tobin says: the mill wheel squeaks")
+	ratio := func(b float64) float64 {
+		var short, long float64
+		for _, h := range x.keyword([]string{"family"}, 10, 0, b) {
+			switch h.id {
+			case 1:
+				short = h.score
+			case 2:
+				long = h.score
+			}
+		}
+		if short <= 0 || long <= 0 {
+			t.Fatalf("b=%v: both lines must match: %v, %v", b, short, long)
+		}
+		return short / long
+	}
+	full, lowered, none := ratio(bm25B), ratio(DefaultLengthNorm), ratio(0)
+	if !(full > lowered && lowered > 1) {
+		t.Fatalf("a lower b must narrow the short line's lead: b=%v %v, b=%v %v", bm25B, full, DefaultLengthNorm, lowered)
+	}
+	if none != 1 {
+		t.Fatalf("b=0 must ignore length: short/long = %v", none)
+	}
+}
+
+func TestWithLengthNormValidates(t *testing.T) {
+	e := newEnv(t)
+	for _, b := range []float64{-0.1, 1.5} {
+		if _, err := NewRetriever(e.jour, WithLengthNorm(b)); err == nil {
+			t.Errorf("WithLengthNorm(%v): want ErrBadOption", b)
+		}
 	}
 }

@@ -8,7 +8,8 @@
 // Retrieval is hybrid. The Retriever's keyword channel is BM25 computed in
 // Go over each NPC's in-memory index, with that NPC's own statistics, so a
 // search reads only the NPC's rows and its ranking never depends on other
-// NPCs; a query word also reaches, at a lower weight, the words of the
+// NPCs (with a length normalization below the usual, WithLengthNorm, so
+// short chit-chat does not crowd out the lines that tell what happened); a query word also reaches, at a lower weight, the words of the
 // NPC's index with the same Snowball stem (WithExpansion), and what the
 // people a query names said, and the memories about them, gain relevance
 // (WithEntity). Store.Search, the plain keyword search without an index in memory,
@@ -24,6 +25,12 @@
 // importance, and keeps superseded memories below their replacements. A hit
 // on a perceived message brings its neighbouring turn into the same result
 // (a question and its reply), and a result cites exactly what it shows.
+// The keyword channel searches a second time for the most telling words of
+// the best-matching lines (pseudo-relevance feedback, WithFeedback), so
+// lines that tell the same story in other words come next.
+// What was said on the game day of the best matches gains a little
+// (WithSession): the rest of the sitting they come from is likely part of
+// the same story.
 //
 // Relative dates ("yesterday", "last Friday", "next month") are grounded
 // when entries and memories are written (GroundDates): the absolute date

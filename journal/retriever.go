@@ -31,6 +31,9 @@ const (
 	DefaultExpansionWeight  = 0.5
 	DefaultEntityWeight     = 0.25
 	DefaultSemanticWeight   = 0.6
+	DefaultSessionWeight    = 0.5
+	DefaultLengthNorm       = 0.3
+	DefaultFeedbackWeight   = 0.2
 	DefaultCacheBytes       = 128 << 20
 	DefaultMaxEmbedPerCall  = 256
 	DefaultMaxContentBytes  = 240
@@ -104,7 +107,8 @@ func (r *Retriever) Flush(ctx context.Context) error {
 
 type retrieverConfig struct {
 	wVec, wKw, wRec, wImp, wNeighbour float64
-	wExpand, wEntity, wSem            float64
+	wExpand, wEntity, wSem, wSession  float64
+	lengthNorm, wFeedback             float64
 	halfLife                          time.Duration
 	cacheBytes                        int64
 	maxEmbed                          int
@@ -193,6 +197,41 @@ func WithEntity(w float64) Option {
 // paraphrase is found without a shared word. It must be in [0, 1].
 func WithSemantic(w float64) Option {
 	return weight("semantic weight", w, 1, func(c *retrieverConfig) *float64 { return &c.wSem })
+}
+
+// WithSession sets how much a result gains from being on the same game
+// day as the best matches of the query (default DefaultSessionWeight; 0
+// turns it off): its score is multiplied by 1 + w times the share of that
+// day among the scores of the five best-matching perceived messages. What
+// was said in the same sitting as the best matches is
+// likely part of the same story: the reply that holds the date, the
+// greeting that says what happened. It must be in [0, 2].
+func WithSession(w float64) Option {
+	return weight("session weight", w, 2, func(c *retrieverConfig) *float64 { return &c.wSession })
+}
+
+// WithLengthNorm sets BM25's length normalization b of the keyword
+// channel (default DefaultLengthNorm, below the usual 0.75 of FTS5 and
+// Lucene): how much a long text's matches count less than a short one's.
+// Lines of conversation are short and vary little in length, and a short
+// one ("thanks, I love my family!") is rarely about its words more than a
+// longer one that tells what happened; with the usual normalization such
+// lines crowd out the ones that hold the facts. 0 ignores length, 1
+// normalizes fully. It must be in [0, 1].
+func WithLengthNorm(b float64) Option {
+	return weight("length normalization", b, 1, func(c *retrieverConfig) *float64 { return &c.lengthNorm })
+}
+
+// WithFeedback sets the weight of pseudo-relevance feedback in the
+// keyword channel (default DefaultFeedbackWeight; 0 turns it off): the
+// most telling words of the three best-matching perceived messages, which
+// the query lacks, are searched for too, and their best hit counts w
+// times the query's best. The best matches say, in the NPC's own words,
+// what the query is about, so lines that share no word with the query
+// but share the story with its best matches are found. It must be in
+// [0, 1].
+func WithFeedback(w float64) Option {
+	return weight("feedback weight", w, 1, func(c *retrieverConfig) *float64 { return &c.wFeedback })
 }
 
 // weight is an Option setting the weight field gives to w, refused
@@ -302,7 +341,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 	}
 	r := &Retriever{store: s, log: zerolog.Nop(), npcs: map[string]*npcIndex{}, cfg: retrieverConfig{
 		wVec: DefaultVectorWeight, wKw: DefaultKeywordWeight, wRec: DefaultRecencyWeight, wImp: DefaultImportanceWeight,
-		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, wSem: DefaultSemanticWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
+		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, wSem: DefaultSemanticWeight, wSession: DefaultSessionWeight, lengthNorm: DefaultLengthNorm, wFeedback: DefaultFeedbackWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
 		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
 	}}

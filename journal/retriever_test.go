@@ -22,11 +22,11 @@ func contents(rs []Result) []string {
 	return out
 }
 
-// plain ranks by relevance alone, without the semantic channel, the
+// plain ranks by relevance alone, without the semantic channel, feedback, the
 // neighbour bonus, recency or importance, and returns every row as a result of its own, so each test
 // isolates one part of the score.
 func plain(w ...Option) []Option {
-	return append([]Option{WithSemantic(0), WithNeighbours(0), WithRecency(0, 0), WithWindow(0, 1, 0)}, w...)
+	return append([]Option{WithSemantic(0), WithNeighbours(0), WithRecency(0, 0), WithWindow(0, 1, 0), WithFeedback(0)}, w...)
 }
 
 func TestRankingChannels(t *testing.T) {

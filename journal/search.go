@@ -29,6 +29,7 @@ const (
 	PartSuperseded = "superseded" // 1 for a superseded memory, absent otherwise
 	PartEntity     = "entity"     // relevance gained by being by or about someone the query names
 	PartSemantic   = "semantic"   // similarity of meaning from offline word vectors, in [0, 1]
+	PartSession    = "session"    // share of the score gained from the best matches of the same game day
 )
 
 // Result is one thing recalled by a search, with the sources that explain
@@ -47,6 +48,7 @@ type Result struct {
 
 // candidate is an item being ranked.
 type candidate struct {
+	p     int32 // the item's position in the NPC's index (in rank only)
 	kind  itemKind
 	id    int64
 	score float64
@@ -57,7 +59,7 @@ type candidate struct {
 // every candidate of every search has them and only the few results
 // returned report them (as Result.Parts).
 type scoreParts struct {
-	vector, keyword, semantic, neighbour, entity, relevance, recency, importance float64
+	vector, keyword, semantic, neighbour, entity, relevance, recency, importance, session float64
 	// ranked is false for a keyword-only candidate, which reports only its
 	// keyword part.
 	ranked, superseded bool
@@ -78,6 +80,9 @@ func (p scoreParts) asMap() map[string]float64 {
 	}
 	if p.entity > 0 {
 		m[PartEntity] = p.entity
+	}
+	if p.session > 0 {
+		m[PartSession] = p.session
 	}
 	if p.superseded {
 		m[PartSuperseded] = 1
@@ -130,8 +135,18 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	}
 	now := r.now(x)
 	pool := max(r.cfg.pool, 4*k)
-	hits := x.keyword(terms, pool, r.cfg.wExpand)
+	hits := x.keyword(terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
 	ranked := r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
+	if r.cfg.wFeedback > 0 {
+		more, err := r.feedbackTerms(ctx, x, ranked, terms)
+		if err != nil {
+			return nil, err
+		}
+		if len(more) > 0 {
+			hits = addHits(hits, x.keyword(more, pool, 0, r.cfg.lengthNorm), r.cfg.wFeedback)
+			ranked = r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
+		}
+	}
 	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows)
 	if err != nil {
 		return nil, err
@@ -325,8 +340,9 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 			parts.superseded = true
 		}
 		at[p] = len(cands)
-		cands = append(cands, candidate{kind: it.kind, id: it.id, score: s, parts: parts})
+		cands = append(cands, candidate{p: p, kind: it.kind, id: it.id, score: s, parts: parts})
 	}
+	x.sessionContext(cands, cfg.wSession)
 	// Every superseded memory ends strictly below the memory that replaced
 	// it, whatever the query; one whose replacement scores nothing scores
 	// nothing.

@@ -1238,7 +1238,7 @@ export interface components {
             ref?: string;
             content: string;
             score: number;
-            /** @description the parts of the score the retriever computed: keyword, vector, semantic, relevance, recency, importance, neighbour, entity, superseded */
+            /** @description the parts of the score the retriever computed: keyword, vector, semantic, relevance, recency, importance, neighbour, entity, session, superseded */
             score_parts?: {
                 [key: string]: number;
             };

@@ -1,0 +1,77 @@
+package journal
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/llm"
+)
+
+// BenchmarkSearch100kMessages searches one NPC that perceived 100k lines
+// over a year, with every signal (default) and without the two that read
+// the leading perceived messages (feedback and session): the cost of
+// pseudo-relevance feedback's second keyword search and ranking. It
+// reports the p50 and p99 latency of a search, the index already in
+// memory.
+func BenchmarkSearch100kMessages(b *testing.B) {
+	e := newEnv(b)
+	e.npc(b, "brom", t0)
+	c := newBenchCorpus()
+	r := rand.New(rand.NewPCG(5, 6))
+	ctx := context.Background()
+	const n, batch = 100_000, 2000
+	for start := 0; start < n; start += batch {
+		ms := make([]*character.Message, 0, batch)
+		for i := start; i < min(n, start+batch); i++ {
+			// In order on the game's clock, about 270 lines a day.
+			at := t0.Add(-time.Duration(n-i) * 315 * time.Second)
+			who := benchWords.who[r.IntN(len(benchWords.who))]
+			ms = append(ms, &character.Message{CharacterID: "brom", State: character.StateArchived, Role: llm.RoleUser,
+				Content: who + " says: " + c.text(), GameTime: at, Turn: int64(i + 1)})
+		}
+		if err := e.db.WithContext(ctx).CreateInBatches(ms, 500).Error; err != nil {
+			b.Fatal(err)
+		}
+	}
+	queries := []string{
+		"who lost the rusty sword at the forge?",
+		"what does Alice owe Bob",
+		"the golden ring hidden near the well",
+		"did anyone repair the broken cart by the mill",
+	}
+	for _, rank := range []int{0, 3, 30, 300, 3000, 19000} {
+		d := c.detail[rank]
+		queries = append(queries, "what happened near "+d, "Mira promised a horse from "+d, "the cursed amulet and "+d+" at the tower")
+	}
+	for _, v := range []struct {
+		name string
+		opts []Option
+	}{{"default", nil}, {"no-feedback-session", []Option{WithFeedback(0), WithSession(0)}}} {
+		b.Run(v.name, func(b *testing.B) {
+			ret := e.retriever(b, v.opts...)
+			if _, err := ret.Search(ctx, "brom", queries[0], 10); err != nil { // builds the index
+				b.Fatal(err)
+			}
+			var took []time.Duration
+			i := 0
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				rs, err := ret.Search(ctx, "brom", queries[i%len(queries)], 10)
+				took = append(took, time.Since(start))
+				if err != nil || len(rs) != 10 {
+					b.Fatalf("search: %d results, %v", len(rs), err)
+				}
+				i++
+			}
+			slices.Sort(took)
+			q := func(p float64) float64 { return float64(took[int(p*float64(len(took)-1))]) / float64(time.Millisecond) }
+			b.ReportMetric(q(0.50), "p50-ms")
+			b.ReportMetric(q(0.99), "p99-ms")
+		})
+	}
+}
