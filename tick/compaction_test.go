@@ -367,7 +367,7 @@ func TestCompactionReachesItsTarget(t *testing.T) {
 	// it) but leaves no room under the target at all.
 	big := brom()
 	big.ID = "orator"
-	big.Persona += strings.Repeat(" Brom tells long stories about the old war, the siege of Harrowgate and the forty bells.", 60)
+	big.Persona += strings.Repeat(" Brom tells long stories about the old war, the siege of Harrowgate and the forty bells.", 75)
 	big.ContextWindow, big.MaxOutputTokens = 4096, 128
 	recs, last = run(big, 40)
 	if len(recs) == 0 {

@@ -98,8 +98,12 @@ func TestHeldHistoryMatchesTheStoredOne(t *testing.T) {
 			if err := env.eng.PostToolResults(ctx, "brom", []ToolResult{{CallID: call, Content: obs}}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+			next, err := env.eng.Tick(ctx, "brom")
+			if err != nil {
 				t.Fatal(err)
+			}
+			if next.Compaction != nil {
+				compactions++
 			}
 			checkHeld(t, env, "brom", fmt.Sprintf("continuation of tick %d", i))
 		}

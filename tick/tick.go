@@ -256,7 +256,13 @@ func callIDs(pcs []character.PendingCall) []string {
 // the NPC as it leaves it, so the row is never read again.
 func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) error {
 	comp := e.deps.Compactor
-	if comp == nil || !ts.c.OverEmergency(ts.c.ContextTokens()+pending) {
+	if comp == nil {
+		return nil
+	}
+	if err := e.maskRead(ctx, ts, pending); err != nil {
+		return err
+	}
+	if !ts.c.OverEmergency(ts.c.ContextTokens() + pending) {
 		return nil
 	}
 	after, err := comp.Mask(ctx, ts.c, true)

@@ -79,13 +79,13 @@ const RecallChunk = 6000
 // Tools returns the internal tool definitions.
 func (in *Internals) Tools() []Tool {
 	return []Tool{
-		{Name: JournalWrite, Description: "Note something to remember: promises, debts, plans, things learned.",
+		{Name: JournalWrite, Description: "Note what you must not forget: promises, debts, plans, things learned.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{` +
 				`"content":{"type":"string","minLength":1,"maxLength":2000},` +
 				`"importance":{"type":"integer","minimum":1,"maximum":10},` +
 				`"type":{"type":"string","enum":["note","observation","reflection","fact"]}},` +
 				`"required":["content"],"additionalProperties":false}`)},
-		{Name: ProfileUpdate, Description: "Record what you learn about someone or something: a description, a fact (one with the same key replaces the old), or a change in feelings (-1 to 1).",
+		{Name: ProfileUpdate, Description: "Record what you learn about someone: a description, a fact (a fact with the same key replaces the old), a change in feelings (-1 to 1).",
 			Parameters: json.RawMessage(`{"type":"object","properties":{` +
 				`"entity":{"type":"string","minLength":1,"maxLength":128},` +
 				`"kind":{"type":"string","maxLength":32},` +
@@ -94,12 +94,12 @@ func (in *Internals) Tools() []Tool {
 				`"key":{"type":"string","maxLength":64},` +
 				`"relationship":{"type":"object","maxProperties":8,"additionalProperties":{"type":"number","minimum":-1,"maximum":1}}},` +
 				`"required":["entity"],"additionalProperties":false}`)},
-		{Name: MemorySearch, Description: "Search your memories, journal and past conversations.",
+		{Name: MemorySearch, Description: "Search your memories, journal and past conversations for what someone mentions that you cannot see here.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{` +
 				`"query":{"type":"string","minLength":1,"maxLength":500},` +
 				`"k":{"type":"integer","minimum":1,"maximum":20}},` +
 				`"required":["query"],"additionalProperties":false}`)},
-		{Name: RecallArchive, Description: "Read again, in full, a message a masked or shortened observation names by id.",
+		{Name: RecallArchive, Description: "Read again, in full, the message a masked or shortened observation names by id.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{` +
 				`"id":{"type":"integer","minimum":1},` +
 				`"offset":{"type":"integer","minimum":0}},` +

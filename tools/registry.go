@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/npcd/npcd/internal/text"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,6 +27,8 @@ type Tool struct {
 	// Internal tools run inside npcd; the others become actions for the game.
 	Internal bool
 	schema   *jsonschema.Schema
+	// prompt is Parameters as offered to the model (PromptSchema).
+	prompt json.RawMessage
 }
 
 // Set is an NPC's compiled tool set. It is immutable and safe for
@@ -109,6 +112,7 @@ func Compile(game []character.ToolSpec, internal []Tool) (*Set, error) {
 }
 
 func (s *Set) add(t *Tool) {
+	t.prompt = PromptSchema(t.Parameters)
 	s.tools = append(s.tools, t)
 	s.byName[t.Name] = t
 }
@@ -120,17 +124,96 @@ func (s *Set) Lookup(name string) (*Tool, bool) {
 }
 
 // Definitions returns the tools as offered to the model, game tools first
-// then internal ones, each group in declaration order.
+// then internal ones, each group in declaration order, each schema as
+// PromptSchema renders it.
 func (s *Set) Definitions() []llm.Tool {
 	out := make([]llm.Tool, 0, len(s.tools))
 	for _, internal := range []bool{false, true} {
 		for _, t := range s.tools {
 			if t.Internal == internal {
-				out = append(out, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+				out = append(out, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.prompt})
 			}
 		}
 	}
 	return out
+}
+
+// boundsOnly are the schema keywords that only bound what a call may hold
+// and tell the model nothing it needs in order to call the tool well: the
+// arguments are validated against the full schema, and a call that breaks
+// one of them is refused with a reason the model reads (CallError).
+var boundsOnly = []string{"minLength", "maxLength", "maxProperties", "minProperties", "maxItems", "$schema", "$id", "$comment"}
+
+// PromptSchema is a parameter schema as offered to the model: the same
+// JSON without the keywords that only bound a call (boundsOnly) and without
+// "additionalProperties": false, compact. Every prompt carries the tool
+// definitions, so what they cost is paid on every model call. A schema
+// that is not a JSON object is returned as it is.
+func PromptSchema(params json.RawMessage) json.RawMessage {
+	var doc any
+	if err := json.Unmarshal(params, &doc); err != nil {
+		return params
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return params
+	}
+	out, err := json.Marshal(stripBounds(doc, false))
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// stripBounds removes boundsOnly keywords from a schema and its
+// subschemas. Under "properties" the keys are property names, kept
+// whatever they are called (named says so).
+func stripBounds(v any, named bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, sub := range x {
+			if !named {
+				if slices.Contains(boundsOnly, k) {
+					continue
+				}
+				if b, ok := sub.(bool); k == "additionalProperties" && ok && !b {
+					continue
+				}
+			}
+			if !named && isData(k) {
+				out[k] = sub // values, not schemas
+				continue
+			}
+			out[k] = stripBounds(sub, !named && isSchemaMap(k))
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, sub := range x {
+			out[i] = stripBounds(sub, false)
+		}
+		return out
+	}
+	return v
+}
+
+// isData reports whether a schema keyword's value is data, never a schema.
+func isData(keyword string) bool {
+	switch keyword {
+	case "enum", "const", "default", "examples", "required":
+		return true
+	}
+	return false
+}
+
+// isSchemaMap reports whether a schema keyword's value maps names to
+// subschemas.
+func isSchemaMap(keyword string) bool {
+	switch keyword {
+	case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+		return true
+	}
+	return false
 }
 
 // Names returns the tool names, sorted.

@@ -241,3 +241,72 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// The schemas offered to the model drop what only bounds a call, and cost
+// fewer tokens; the calls are still validated against the full schema.
+func TestDefinitionsOfferCompactSchemas(t *testing.T) {
+	spec := character.ToolSpec{Name: "sell", Description: "Sell an item.", Parameters: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			// A property named like a keyword is a property, kept.
+			"maxLength": map[string]any{"type": "integer", "minimum": 1, "maximum": 9},
+			"item":      map[string]any{"type": "string", "minLength": 1, "maxLength": 5, "enum": []any{"axe", "sword"}},
+			"tags":      map[string]any{"type": "array", "maxItems": 3, "items": map[string]any{"type": "string", "maxLength": 8}},
+			"note":      map[string]any{"type": "object", "default": map[string]any{"maxLength": 2}, "additionalProperties": map[string]any{"type": "string"}},
+		},
+		"required":             []any{"item"},
+		"additionalProperties": false,
+	}}
+	set, err := tools.Compile([]character.ToolSpec{spec}, internals())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sell llm.Tool
+	for _, d := range set.Definitions() {
+		if d.Name == "sell" {
+			sell = d
+		}
+	}
+	var got map[string]any
+	if err := json.Unmarshal(sell.Parameters, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"maxLength": map[string]any{"type": "integer", "minimum": 1.0, "maximum": 9.0},
+			"item":      map[string]any{"type": "string", "enum": []any{"axe", "sword"}},
+			"tags":      map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			"note":      map[string]any{"type": "object", "default": map[string]any{"maxLength": 2.0}, "additionalProperties": map[string]any{"type": "string"}},
+		},
+		"required": []any{"item"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("offered schema (-want +got):\n%s", diff)
+	}
+	// Still validated against the whole schema.
+	if _, err := set.Validate("sell", `{"item":"sword","extra":1}`); err == nil {
+		t.Fatal("a property the schema forbids was accepted")
+	}
+	if _, err := set.Validate("sell", `{"item":"sword","tags":["a","b","c","d"]}`); err == nil {
+		t.Fatal("more items than maxItems were accepted")
+	}
+	counter := llm.NewCounter(llm.BuiltinModel)
+	full := 0
+	for _, tl := range internals() {
+		full += counter.Tools([]llm.Tool{{Name: tl.Name, Description: tl.Description, Parameters: tl.Parameters}})
+	}
+	offered := 0
+	for _, d := range set.Definitions() {
+		if d.Name != "sell" {
+			offered += counter.Tools([]llm.Tool{d})
+		}
+	}
+	if offered >= full {
+		t.Fatalf("the internal tools cost %d tokens as offered, %d in full: nothing saved", offered, full)
+	}
+	// Not a JSON object: unchanged.
+	if got := tools.PromptSchema(json.RawMessage(`true`)); string(got) != "true" {
+		t.Fatalf("PromptSchema(true) = %s", got)
+	}
+}
