@@ -197,6 +197,7 @@ type Engine struct {
 	toolsets sync.Map // npc id → cachedSet
 	history  *historyCache
 	feed     *feedSignal // wakes action feed readers
+	commits  *committer  // groups the commits of concurrent ticks
 	auto     *autoTicker
 	models   llm.Router
 
@@ -242,7 +243,7 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 		deps.Sleeper = r
 	}
 	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
-		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(),
+		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB),
 		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}}, nil
 }
 

@@ -457,7 +457,10 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 	var after *character.Character
 	var masked []int64
 	current := false // the live history read at c's revision is the stored one
-	err := e.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	// Committed with the turns of other NPCs ticking meanwhile (see
+	// committer); the function may run again, so it sets every result anew.
+	err := e.commits.commit(ctx, func(ctx context.Context, tx *gorm.DB) error {
+		after, masked, current, ts.res = nil, nil, false, nil
 		cs := e.deps.Characters.WithTx(tx)
 		js := e.deps.Journal.WithTx(tx)
 		rev, err := cs.HistoryRev(ctx, c.ID)
