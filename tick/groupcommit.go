@@ -45,9 +45,9 @@ type committer struct {
 	mu      sync.Mutex
 	queue   []*commitJob
 	leading bool // a leader is running a group; queue is empty when false
-	// groups and members count committed groups and their ticks (tests
-	// read them to see that commits were grouped).
-	groups, members int
+	// largest is the most commits one transaction held (tests read it to
+	// see that commits were grouped).
+	largest int
 }
 
 type commitJob struct {
@@ -93,17 +93,22 @@ func (c *committer) commit(ctx context.Context, fn commitFunc) error {
 	committed := c.run(group)
 
 	c.mu.Lock()
-	if committed > 0 {
-		c.groups++
-		c.members += committed
-	}
+	c.largest = max(c.largest, committed)
+	c.mu.Unlock()
+	c.handOff()
+	return j.result()
+}
+
+// handOff ends a leader's turn: the first queued commit leads next, or the
+// committer is idle.
+func (c *committer) handOff() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(c.queue) > 0 {
 		c.queue[0].wake <- struct{}{}
 	} else {
 		c.leading = false
 	}
-	c.mu.Unlock()
-	return j.result()
 }
 
 // result is the job's outcome; a panic of its commit function is raised
