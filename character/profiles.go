@@ -97,8 +97,7 @@ func resolveEntity(tx *gorm.DB, id, entity string) (string, error) {
 		return key, nil
 	}
 	var keys []string
-	err := tx.Model(&Profile{}).Where("character_id = ? AND entity LIKE ? AND LOWER(name) = ?", id, actorKeyPrefix+"%", key).
-		Order("last_seen DESC").Limit(1).Pluck("entity", &keys).Error
+	err := resolveQuery(tx, id, key).Pluck("entity", &keys).Error
 	if err != nil {
 		return "", fmt.Errorf("resolve entity %q of %q: %w", key, id, err)
 	}
@@ -106,6 +105,14 @@ func resolveEntity(tx *gorm.DB, id, entity string) (string, error) {
 		return keys[0], nil
 	}
 	return key, nil
+}
+
+// resolveQuery selects the profile key of the game actor NPC id most
+// recently saw under the name key, if any.
+func resolveQuery(tx *gorm.DB, id, key string) *gorm.DB {
+	return tx.Session(&gorm.Session{NewDB: true}).Model(&Profile{}).Select("entity").
+		Where("character_id = ? AND entity LIKE ? AND LOWER(name) = ?", id, actorKeyPrefix+"%", key).
+		Order("last_seen DESC").Limit(1)
 }
 
 // NoteSeen records that NPC id perceived entity (a name or a key made by
@@ -116,10 +123,6 @@ func resolveEntity(tx *gorm.DB, id, entity string) (string, error) {
 func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.Time) error {
 	if key := EntityKey(entity); key != "" && !at.IsZero() {
 		db := s.q(ctx)
-		key, err := resolveEntity(db, id, entity)
-		if err != nil {
-			return err
-		}
 		at = at.UTC()
 		cols := map[string]any{
 			"mentions":   gorm.Expr("mentions + 1"),
@@ -129,7 +132,14 @@ func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.T
 		if name != "" {
 			cols["name"] = clip(name, 128)
 		}
-		res := db.Model(&Profile{}).Where("character_id = ? AND entity = ?", id, key).UpdateColumns(cols)
+		q := db.Model(&Profile{})
+		if IsActorKey(key) {
+			q = q.Where("character_id = ? AND entity = ?", id, key)
+		} else {
+			// The key resolved as resolveEntity does, in the same statement.
+			q = q.Where("character_id = ? AND entity = COALESCE((?), ?)", id, resolveQuery(db, id, key), key)
+		}
+		res := q.UpdateColumns(cols)
 		if res.Error != nil {
 			return fmt.Errorf("update profile %q of %q: %w", key, id, res.Error)
 		}

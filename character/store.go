@@ -571,8 +571,39 @@ func (s *Store) EventsByRef(ctx context.Context, id string, refs []string) ([]Ev
 // their ids) and adds them to the NPC's running totals. Each message's
 // CharacterID, State and token fields are set here.
 func (s *Store) AppendMessages(ctx context.Context, id string, msgs []*Message, c Counter, offloadBytes int) error {
+	d, err := s.InsertMessages(ctx, id, msgs, c, offloadBytes)
+	if err != nil || d.Zero() {
+		return err
+	}
+	err = s.q(ctx).Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
+		"live_tokens":    gorm.Expr("live_tokens + ?", d.LiveTokens),
+		"summary_tokens": gorm.Expr("summary_tokens + ?", d.SummaryTokens),
+		"live_messages":  gorm.Expr("live_messages + ?", d.LiveMessages),
+		"history_rev":    newRev(),
+	}).Error
+	if err != nil {
+		return fmt.Errorf("update totals of %q: %w", id, err)
+	}
+	return nil
+}
+
+// HistoryDelta is what inserted messages add to an NPC's running totals.
+// Appended is set when any message was inserted.
+type HistoryDelta struct {
+	LiveTokens, SummaryTokens, LiveMessages int
+	Appended                                bool
+}
+
+// Zero reports whether no message was inserted.
+func (d HistoryDelta) Zero() bool { return !d.Appended }
+
+// InsertMessages is AppendMessages without the update of the NPC's row: it
+// returns what the running totals must gain, for the caller to add with
+// AdvanceState in the same transaction. Until then the totals and the
+// history revision are stale.
+func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, c Counter, offloadBytes int) (HistoryDelta, error) {
 	if len(msgs) == 0 {
-		return nil
+		return HistoryDelta{}, nil
 	}
 	db := s.q(ctx)
 	for _, m := range msgs {
@@ -587,9 +618,9 @@ func (s *Store) AppendMessages(ctx context.Context, id string, msgs []*Message, 
 		}
 	}
 	if err := db.CreateInBatches(msgs, 100).Error; err != nil {
-		return fmt.Errorf("append messages of %q: %w", id, err)
+		return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
 	}
-	live, summary, count := 0, 0, 0
+	d := HistoryDelta{Appended: true}
 	for _, m := range msgs {
 		if m.Role == "tool" {
 			Measure(m, c, offloadBytes)
@@ -597,26 +628,51 @@ func (s *Store) AppendMessages(ctx context.Context, id string, msgs []*Message, 
 				"tokens": m.Tokens, "view_tokens": m.ViewTokens, "mask_tokens": m.MaskTokens, "offloaded": m.Offloaded,
 			}).Error
 			if err != nil {
-				return fmt.Errorf("append messages of %q: %w", id, err)
+				return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
 			}
 		}
 		if m.Summary {
-			summary += m.PromptTokens()
+			d.SummaryTokens += m.PromptTokens()
 			continue
 		}
-		live += m.PromptTokens()
-		count++
+		d.LiveTokens += m.PromptTokens()
+		d.LiveMessages++
 	}
-	err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
-		"live_tokens":    gorm.Expr("live_tokens + ?", live),
-		"summary_tokens": gorm.Expr("summary_tokens + ?", summary),
-		"live_messages":  gorm.Expr("live_messages + ?", count),
-		"history_rev":    newRev(),
-	}).Error
+	return d, nil
+}
+
+// AdvanceState writes the given state columns of NPC id, adds d (messages
+// just inserted by InsertMessages) to its running totals and, when d
+// holds any, moves its history revision on — all in one statement (UPDATE
+// … RETURNING) — and returns the state as written. held reports whether
+// the revision was held before the write: the live history a caller read at
+// revision held is then, with what d inserted, exactly the stored one. An
+// NPC that does not exist is ErrNotFound.
+func (s *Store) AdvanceState(ctx context.Context, id string, cols map[string]any, d HistoryDelta, held int64) (State, bool, error) {
+	set := make(map[string]any, len(cols)+4)
+	for k, v := range cols {
+		set[k] = v
+	}
+	next := newRev()
+	if !d.Zero() {
+		set["live_tokens"] = gorm.Expr("live_tokens + ?", d.LiveTokens)
+		set["summary_tokens"] = gorm.Expr("summary_tokens + ?", d.SummaryTokens)
+		set["live_messages"] = gorm.Expr("live_messages + ?", d.LiveMessages)
+		other := newRev()
+		for other == next {
+			other = newRev()
+		}
+		// Fresh either way; which one says whether held was current.
+		set["history_rev"] = gorm.Expr("CASE WHEN history_rev = ? THEN ? ELSE ? END", held, next, other)
+	}
+	st, err := s.UpdateStateReturning(ctx, id, set)
 	if err != nil {
-		return fmt.Errorf("update totals of %q: %w", id, err)
+		return State{}, false, err
 	}
-	return nil
+	if d.Zero() {
+		return st, st.HistoryRev == held, nil
+	}
+	return st, st.HistoryRev == next, nil
 }
 
 // HistoryRev returns the NPC's history revision (see State.HistoryRev).

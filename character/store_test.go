@@ -1198,3 +1198,60 @@ func TestGlance(t *testing.T) {
 		t.Fatalf("unknown NPC: %v", err)
 	}
 }
+
+// TestAdvanceStateFoldsTheTotalsAndTheRevisionCheck checks that inserted
+// messages and AdvanceState together leave the NPC as AppendMessages and
+// UpdateState would, and that AdvanceState tells whether the revision the
+// caller read was still the stored one.
+func TestAdvanceStateFoldsTheTotalsAndTheRevisionCheck(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	appendMsgs(t, s, "brom", &character.Message{Role: llm.RoleUser, Content: "hello", Turn: 1})
+	read := get(t, s, "brom").State.HistoryRev
+
+	turn := func(text string) character.HistoryDelta {
+		t.Helper()
+		msgs := []*character.Message{{Role: llm.RoleUser, Content: text, Turn: 2},
+			{Role: llm.RoleTool, Content: "ok", ToolCallID: "c1", ToolName: "say", Turn: 2}}
+		d, err := s.InsertMessages(ctx, "brom", msgs, counter, character.DefaultOffloadBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Zero() || d.LiveMessages != 2 || d.LiveTokens != msgs[0].PromptTokens()+msgs[1].PromptTokens() {
+			t.Fatalf("delta %+v, want the two messages' tokens", d)
+		}
+		return d
+	}
+	st, held, err := s.AdvanceState(ctx, "brom", map[string]any{"tick": 2, "turn": 2}, turn("again"), read)
+	if err != nil || !held {
+		t.Fatalf("AdvanceState at the stored revision: held %v, err %v; want held", held, err)
+	}
+	if st.Tick != 2 || st.Turn != 2 || st.HistoryRev == read || st.LiveMessages != 3 {
+		t.Errorf("state %+v, want tick 2, turn 2, 3 live messages and a new revision", st)
+	}
+	if got := get(t, s, "brom").State; got.HistoryRev != st.HistoryRev || got.LiveTokens != st.LiveTokens || got.Tick != st.Tick {
+		t.Errorf("returned state %+v, stored %+v", st, got)
+	}
+	checkTotals(t, s, "brom")
+
+	// Another writer moved the revision on since it was read.
+	st, held, err = s.AdvanceState(ctx, "brom", map[string]any{"tick": 3}, turn("once more"), read)
+	if err != nil || held {
+		t.Fatalf("AdvanceState at a stale revision: held %v, err %v; want not held", held, err)
+	}
+	if st.HistoryRev == read {
+		t.Error("the revision did not move on")
+	}
+	checkTotals(t, s, "brom")
+
+	// Nothing inserted: the revision stays.
+	st2, held, err := s.AdvanceState(ctx, "brom", map[string]any{"tick": 4}, character.HistoryDelta{}, st.HistoryRev)
+	if err != nil || !held || st2.HistoryRev != st.HistoryRev {
+		t.Errorf("AdvanceState with nothing inserted: rev %d → %d, held %v, err %v", st.HistoryRev, st2.HistoryRev, held, err)
+	}
+
+	if _, _, err := s.AdvanceState(ctx, "nobody", map[string]any{"tick": 1}, character.HistoryDelta{}, 0); !errors.Is(err, character.ErrNotFound) {
+		t.Errorf("AdvanceState of a missing NPC: %v, want ErrNotFound", err)
+	}
+}
