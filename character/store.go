@@ -25,13 +25,16 @@ type Store struct {
 	db     *gorm.DB
 	glance *stmtCache // nil inside a transaction
 	inTx   bool
+	// prep keeps a tick commit's statements prepared (SQLite), shared by
+	// the Store and those WithTx makes of it.
+	prep *store.Prepared
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
-func NewStore(db *gorm.DB) *Store { return &Store{db: db, glance: &stmtCache{}} }
+func NewStore(db *gorm.DB) *Store { return &Store{db: db, glance: &stmtCache{}, prep: &store.Prepared{}} }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
-func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, inTx: true} }
+func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, inTx: true, prep: s.prep} }
 
 // atomically runs fn in a transaction of its own, or, for a Store made by
 // WithTx, in the caller's: the caller's transaction stores all or nothing
@@ -541,17 +544,40 @@ func (s *Store) ConsumeEvents(ctx context.Context, id string, seqs []int64, tick
 	// In a transaction so that a refused call leaves the events it could
 	// have consumed pending.
 	return s.atomically(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&Event{}).
-			Where("character_id = ? AND seq IN ? AND consumed_at IS NULL", id, seqs).
-			Updates(map[string]any{"consumed_at": now, "consumed_tick": tick, "message_id": msgID})
-		if res.Error != nil {
-			return fmt.Errorf("consume events of %q: %w", id, res.Error)
+		var n int64
+		if st, ok := s.prep.Stmt(ctx, tx, consumeSQL(len(seqs))); ok {
+			args := make([]any, 0, 4+len(seqs))
+			args = append(args, now, tick, msgID, id)
+			for _, seq := range seqs {
+				args = append(args, seq)
+			}
+			res, err := st.ExecContext(ctx, args...)
+			if err == nil {
+				n, err = res.RowsAffected()
+			}
+			if err != nil {
+				return fmt.Errorf("consume events of %q: %w", id, err)
+			}
+		} else {
+			res := tx.Model(&Event{}).
+				Where("character_id = ? AND seq IN ? AND consumed_at IS NULL", id, seqs).
+				Updates(map[string]any{"consumed_at": now, "consumed_tick": tick, "message_id": msgID})
+			if res.Error != nil {
+				return fmt.Errorf("consume events of %q: %w", id, res.Error)
+			}
+			n = res.RowsAffected
 		}
-		if int(res.RowsAffected) != len(seqs) {
-			return fmt.Errorf("consume events of %q: %d of %d were already consumed", id, len(seqs)-int(res.RowsAffected), len(seqs))
+		if int(n) != len(seqs) {
+			return fmt.Errorf("consume events of %q: %d of %d were already consumed", id, len(seqs)-int(n), len(seqs))
 		}
 		return nil
 	})
+}
+
+// consumeSQL is ConsumeEvents' statement for n events (SQLite).
+func consumeSQL(n int) string {
+	return "UPDATE `events` SET `consumed_at`=?,`consumed_tick`=?,`message_id`=? WHERE character_id = ? AND consumed_at IS NULL AND seq IN (?" +
+		strings.Repeat(",?", n-1) + ")"
 }
 
 // EventsByRef returns the stored events with the given game refs.
@@ -586,6 +612,9 @@ func (s *Store) AppendMessages(ctx context.Context, id string, msgs []*Message, 
 	}
 	return nil
 }
+
+// measuredSQL stores a tool result's token counts (SQLite).
+const measuredSQL = "UPDATE `messages` SET `tokens`=?,`view_tokens`=?,`mask_tokens`=?,`offloaded`=? WHERE id = ?"
 
 // HistoryDelta is what inserted messages add to an NPC's running totals.
 // Appended is set when any message was inserted.
@@ -624,9 +653,14 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 	for _, m := range msgs {
 		if m.Role == "tool" {
 			Measure(m, c, offloadBytes)
-			err := db.Model(&Message{}).Where("id = ?", m.ID).Updates(map[string]any{
-				"tokens": m.Tokens, "view_tokens": m.ViewTokens, "mask_tokens": m.MaskTokens, "offloaded": m.Offloaded,
-			}).Error
+			var err error
+			if st, ok := s.prep.Stmt(ctx, db, measuredSQL); ok {
+				_, err = st.ExecContext(ctx, m.Tokens, m.ViewTokens, m.MaskTokens, m.Offloaded, m.ID)
+			} else {
+				err = db.Model(&Message{}).Where("id = ?", m.ID).Updates(map[string]any{
+					"tokens": m.Tokens, "view_tokens": m.ViewTokens, "mask_tokens": m.MaskTokens, "offloaded": m.Offloaded,
+				}).Error
+			}
 			if err != nil {
 				return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
 			}
@@ -952,11 +986,23 @@ func (s *Store) Repair(ctx context.Context, id string) (Totals, error) {
 
 // AddTick records a non-idle tick.
 func (s *Store) AddTick(ctx context.Context, r *TickRecord) error {
-	if err := s.q(ctx).Create(r).Error; err != nil {
+	var err error
+	if st, ok := s.prep.Stmt(ctx, s.db, addTickSQL); ok {
+		err = st.QueryRowContext(ctx, r.CharacterID, r.Tick, r.At, r.GameTime, r.ContextTokens, r.Window, r.Utilization,
+			r.PromptTokens, r.CompletionTokens, r.LLMCalls, r.Actions, r.CompactionID, r.Recovery, r.FirstMessageID, r.LastMessageID).Scan(&r.ID)
+	} else {
+		err = s.q(ctx).Create(r).Error
+	}
+	if err != nil {
 		return fmt.Errorf("record tick %d of %q: %w", r.Tick, r.CharacterID, err)
 	}
 	return nil
 }
+
+// addTickSQL inserts a TickRecord (SQLite).
+const addTickSQL = "INSERT INTO `tick_records` (`character_id`,`tick`,`at`,`game_time`,`context_tokens`,`window`,`utilization`," +
+	"`prompt_tokens`,`completion_tokens`,`llm_calls`,`actions`,`compaction_id`,`recovery`,`first_message_id`,`last_message_id`) " +
+	"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING `id`"
 
 // Ticks returns the recorded ticks of an NPC in [from, to] (0 means no
 // bound), oldest first.
