@@ -31,7 +31,9 @@ type Store struct {
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
-func NewStore(db *gorm.DB) *Store { return &Store{db: db, glance: &stmtCache{}, prep: &store.Prepared{}} }
+func NewStore(db *gorm.DB) *Store {
+	return &Store{db: db, glance: &stmtCache{}, prep: &store.Prepared{}}
+}
 
 // WithTx returns a Store whose calls run inside the transaction tx.
 func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, inTx: true, prep: s.prep} }
