@@ -305,6 +305,66 @@ func (s *Store) UpdateStateReturning(ctx context.Context, id string, cols map[st
 	return rows[0].State, nil
 }
 
+// advance is UpdateStateReturning through a prepared statement inside an
+// SQLite transaction.
+func (s *Store) advance(ctx context.Context, id string, set map[string]any) (State, error) {
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("UPDATE `characters` SET ")
+	args := make([]any, 0, len(set)+4)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("`" + k + "`=")
+		switch v := set[k].(type) {
+		case clause.Expr:
+			b.WriteString(v.SQL)
+			args = append(args, v.Vars...)
+		default:
+			b.WriteByte('?')
+			args = append(args, v)
+		}
+	}
+	b.WriteString(" WHERE id = ? RETURNING ")
+	b.WriteString(stateList)
+	st, ok := s.prep.Stmt(ctx, s.db, b.String())
+	if !ok {
+		return s.UpdateStateReturning(ctx, id, set)
+	}
+	var out State
+	var note sql.NullString
+	err := st.QueryRowContext(ctx, append(args, id)...).Scan(&out.Tick, &out.Turn, &out.LiveTokens, &out.SummaryTokens,
+		&out.LiveMessages, &out.ArchivedMessages, &out.SystemTokens, &out.ToolTokens, &out.Compactions, &out.Awaiting,
+		&out.Resume, &out.GameTime, &out.LastSleepAt, &out.SleepMark, &out.HistoryRev, &note)
+	if errors.Is(err, sql.ErrNoRows) {
+		return State{}, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("update npc %q: %w", id, err)
+	}
+	out.CompactionNote = note.String
+	return out, nil
+}
+
+// stateList is State's columns in the order advance scans them.
+var stateList = func() string {
+	var names []string
+	for _, c := range stateColumns {
+		names = append(names, c.Name)
+	}
+	want := "tick,turn,live_tokens,summary_tokens,live_messages,archived_messages,system_tokens,tool_tokens,compactions," +
+		"awaiting,resume,game_time,last_sleep_at,sleep_mark,history_rev,compaction_note"
+	if got := strings.Join(names, ","); got != want {
+		panic("character: State's columns changed; update advance: " + got)
+	}
+	return want
+}()
+
 // stateColumns are State's columns.
 var stateColumns = func() []clause.Column {
 	var cols []clause.Column
@@ -701,7 +761,7 @@ func (s *Store) AdvanceState(ctx context.Context, id string, cols map[string]any
 		// Fresh either way; which one says whether held was current.
 		set["history_rev"] = gorm.Expr("CASE WHEN history_rev = ? THEN ? ELSE ? END", held, next, other)
 	}
-	st, err := s.UpdateStateReturning(ctx, id, set)
+	st, err := s.advance(ctx, id, set)
 	if err != nil {
 		return State{}, false, err
 	}
