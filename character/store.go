@@ -759,7 +759,7 @@ func (s *Store) AdvanceState(ctx context.Context, id string, cols map[string]any
 			other = newRev()
 		}
 		// Fresh either way; which one says whether held was current.
-		set["history_rev"] = gorm.Expr("CASE WHEN history_rev = ? THEN ? ELSE ? END", held, next, other)
+		set["history_rev"] = gorm.Expr("CASE WHEN history_rev = ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END", held, next, other)
 	}
 	st, err := s.advance(ctx, id, set)
 	if err != nil {
