@@ -65,3 +65,10 @@ func (p *Prepared) Stmt(ctx context.Context, tx *gorm.DB, query string) (stmt *s
 	}
 	return sqlTx.StmtContext(ctx, st), true
 }
+
+// Len returns how many statements are prepared.
+func (p *Prepared) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.stmts)
+}
