@@ -47,7 +47,13 @@ func (s *Store) AddOutcome(ctx context.Context, o *TickOutcome) error {
 			return fmt.Errorf("record outcome of tick %d of %q: %w", o.Tick, o.CharacterID, err)
 		}
 	}
-	if err := q.Create(o).Error; err != nil {
+	var err error
+	if st, ok := s.prep.Stmt(ctx, s.db, addOutcomeSQL); ok {
+		err = st.QueryRowContext(ctx, o.CharacterID, o.Tick, o.Key, o.Idle, o.At, o.Body).Scan(&o.ID)
+	} else {
+		err = q.Create(o).Error
+	}
+	if err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) || isUniqueViolation(err) {
 			return fmt.Errorf("%w: npc %q", ErrDuplicateKey, o.CharacterID)
 		}
@@ -55,6 +61,9 @@ func (s *Store) AddOutcome(ctx context.Context, o *TickOutcome) error {
 	}
 	return nil
 }
+
+// addOutcomeSQL inserts a TickOutcome (SQLite).
+const addOutcomeSQL = "INSERT INTO `tick_outcomes` (`character_id`,`tick`,`key`,`idle`,`at`,`body`) VALUES (?,?,?,?,?,?) RETURNING `id`"
 
 // OutcomeByKey returns the outcome NPC id stored under key.
 func (s *Store) OutcomeByKey(ctx context.Context, id, key string) (*TickOutcome, error) {

@@ -3,6 +3,7 @@ package character_test
 import (
 	"context"
 	"errors"
+	"gorm.io/gorm"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,25 @@ func TestOutcomesMigrationAndStore(t *testing.T) {
 
 	cs := character.NewStore(db)
 	key := "k1"
-	add := func(o character.TickOutcome) error { return cs.AddOutcome(ctx, &o) }
+	// Outcomes are written as a tick writes them, inside its transaction
+	// (where SQLite runs a prepared statement), and as an idle tick with a
+	// key does, alone.
+	inTx := false
+	add := func(o character.TickOutcome) error {
+		inTx = !inTx
+		if !inTx {
+			return cs.AddOutcome(ctx, &o)
+		}
+		return db.Transaction(func(tx *gorm.DB) error {
+			if err := cs.WithTx(tx).AddOutcome(ctx, &o); err != nil {
+				return err
+			}
+			if o.ID == 0 {
+				return errors.New("AddOutcome set no id")
+			}
+			return nil
+		})
+	}
 	at := time.Now().UTC()
 	for _, o := range []character.TickOutcome{
 		{CharacterID: "brom", Tick: 1, Key: &key, At: at, Body: `{"tick":1}`},
@@ -54,8 +73,10 @@ func TestOutcomesMigrationAndStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := add(character.TickOutcome{CharacterID: "brom", Tick: 3, Key: &key, At: at, Body: `{}`}); !errors.Is(err, character.ErrDuplicateKey) {
-		t.Errorf("second outcome under brom's key: %v, want ErrDuplicateKey", err)
+	for range 2 { // in a transaction and alone
+		if err := add(character.TickOutcome{CharacterID: "brom", Tick: 3, Key: &key, At: at, Body: `{}`}); !errors.Is(err, character.ErrDuplicateKey) {
+			t.Errorf("second outcome under brom's key (in a transaction: %v): %v, want ErrDuplicateKey", inTx, err)
+		}
 	}
 	if o, err := cs.OutcomeByKey(ctx, "brom", "k1"); err != nil || o.Tick != 1 || o.CharacterID != "brom" {
 		t.Errorf("OutcomeByKey = %+v, %v", o, err)

@@ -99,8 +99,7 @@ func resolveEntity(tx *gorm.DB, id, entity string) (string, error) {
 		return key, nil
 	}
 	var keys []string
-	err := tx.Model(&Profile{}).Where("character_id = ? AND entity LIKE ? AND LOWER(name) = ?", id, actorKeyPrefix+"%", key).
-		Order("last_seen DESC").Limit(1).Pluck("entity", &keys).Error
+	err := resolveQuery(tx, id, key).Pluck("entity", &keys).Error
 	if err != nil {
 		return "", fmt.Errorf("resolve entity %q of %q: %w", key, id, err)
 	}
@@ -108,6 +107,14 @@ func resolveEntity(tx *gorm.DB, id, entity string) (string, error) {
 		return keys[0], nil
 	}
 	return key, nil
+}
+
+// resolveQuery selects the profile key of the game actor NPC id most
+// recently saw under the name key, if any.
+func resolveQuery(tx *gorm.DB, id, key string) *gorm.DB {
+	return tx.Session(&gorm.Session{NewDB: true}).Model(&Profile{}).Select("entity").
+		Where("character_id = ? AND entity LIKE ? AND LOWER(name) = ?", id, actorKeyPrefix+"%", key).
+		Order("last_seen DESC").Limit(1)
 }
 
 // NoteSeen records that NPC id perceived entity (a name or a key made by
@@ -118,10 +125,6 @@ func resolveEntity(tx *gorm.DB, id, entity string) (string, error) {
 func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.Time) error {
 	if key := EntityKey(entity); key != "" && !at.IsZero() {
 		db := s.q(ctx)
-		key, err := resolveEntity(db, id, entity)
-		if err != nil {
-			return err
-		}
 		at = at.UTC()
 		cols := map[string]any{
 			"mentions":   gorm.Expr("mentions + 1"),
@@ -131,16 +134,57 @@ func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.T
 		if name != "" {
 			cols["name"] = clip(name, 128)
 		}
-		res := db.Model(&Profile{}).Where("character_id = ? AND entity = ?", id, key).UpdateColumns(cols)
-		if res.Error != nil {
-			return fmt.Errorf("update profile %q of %q: %w", key, id, res.Error)
+		var n int64
+		if st, ok := s.prep.Stmt(ctx, db, noteSeenSQL(name != "", IsActorKey(key))); ok {
+			args := []any{at, at, cols["updated_at"]}
+			if name != "" {
+				args = append(args, cols["name"])
+			}
+			args = append(args, id)
+			if !IsActorKey(key) {
+				args = append(args, id, actorKeyPrefix+"%", key)
+			}
+			res, err := st.ExecContext(ctx, append(args, key)...)
+			if err == nil {
+				n, err = res.RowsAffected()
+			}
+			if err != nil {
+				return fmt.Errorf("update profile %q of %q: %w", key, id, err)
+			}
+		} else {
+			q := db.Model(&Profile{})
+			if IsActorKey(key) {
+				q = q.Where("character_id = ? AND entity = ?", id, key)
+			} else {
+				// The key resolved as resolveEntity does, in the same statement.
+				q = q.Where("character_id = ? AND entity = COALESCE((?), ?)", id, resolveQuery(db, id, key), key)
+			}
+			res := q.UpdateColumns(cols)
+			if res.Error != nil {
+				return fmt.Errorf("update profile %q of %q: %w", key, id, res.Error)
+			}
+			n = res.RowsAffected
 		}
-		if res.RowsAffected > 0 {
+		if n > 0 {
 			return nil
 		}
 	}
 	_, err := s.UpsertProfile(ctx, id, ProfileUpdate{Entity: entity, Name: name, SeenAt: at})
 	return err
+}
+
+// noteSeenSQL is NoteSeen's update (SQLite), setting the display name or
+// not, of an actor key or of a name resolved as resolveEntity does.
+func noteSeenSQL(named, actor bool) string {
+	q := "UPDATE `profiles` SET `mentions`=mentions + 1,`last_seen`=CASE WHEN last_seen < ? THEN ? ELSE last_seen END,`updated_at`=?"
+	if named {
+		q += ",`name`=?"
+	}
+	q += " WHERE character_id = ? AND entity = "
+	if actor {
+		return q + "?"
+	}
+	return q + "COALESCE((SELECT `entity` FROM `profiles` WHERE character_id = ? AND entity LIKE ? AND LOWER(name) = ? ORDER BY last_seen DESC LIMIT 1), ?)"
 }
 
 // FactAction says what AddFact did.

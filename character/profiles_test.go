@@ -3,6 +3,7 @@ package character_test
 import (
 	"context"
 	"errors"
+	"gorm.io/gorm"
 	"strings"
 	"testing"
 	"time"
@@ -318,8 +319,16 @@ func TestNoteSeenIsUpsertWithSeenAt(t *testing.T) {
 		{character.ActorKey("p-7"), "Carolyn", at.Add(2 * time.Hour)}, // renamed: one profile, the new name
 		{"carolyn", "", at.Add(3 * time.Hour)},                        // the name resolves to the actor seen under it
 	}
-	for _, v := range sightings {
-		if err := s.NoteSeen(ctx, "brom", v.entity, v.name, v.at); err != nil {
+	for i, v := range sightings {
+		// Alone, and as a tick notes it inside its transaction (where
+		// SQLite runs a prepared statement).
+		var err error
+		if i%2 == 0 {
+			err = s.NoteSeen(ctx, "brom", v.entity, v.name, v.at)
+		} else {
+			err = s.DB().Transaction(func(tx *gorm.DB) error { return s.WithTx(tx).NoteSeen(ctx, "brom", v.entity, v.name, v.at) })
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.UpsertProfile(ctx, "mara", character.ProfileUpdate{Entity: v.entity, Name: v.name, SeenAt: v.at}); err != nil {

@@ -27,15 +27,19 @@ type Store struct {
 	glance *stmtCache // nil inside a transaction
 	state  *stmtCache // nil inside a transaction
 	inTx   bool
+	// prep keeps a tick commit's statements prepared (SQLite), shared by
+	// the Store and those WithTx makes of it.
+	prep *store.TxStmts
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
 func NewStore(db *gorm.DB) *Store {
-	return &Store{db: db, hot: store.Prepared(db), glance: &stmtCache{query: glanceSQL}, state: &stmtCache{query: stateSQL}}
+	return &Store{db: db, hot: store.Prepared(db), glance: &stmtCache{query: glanceSQL}, state: &stmtCache{query: stateSQL},
+		prep: &store.TxStmts{}}
 }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
-func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, inTx: true} }
+func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, inTx: true, prep: s.prep} }
 
 // atomically runs fn in a transaction of its own, or, for a Store made by
 // WithTx, in the caller's: the caller's transaction stores all or nothing
@@ -313,6 +317,66 @@ func (s *Store) UpdateStateReturning(ctx context.Context, id string, cols map[st
 	}
 	return rows[0].State, nil
 }
+
+// advance is UpdateStateReturning through a prepared statement inside an
+// SQLite transaction.
+func (s *Store) advance(ctx context.Context, id string, set map[string]any) (State, error) {
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("UPDATE `characters` SET ")
+	args := make([]any, 0, len(set)+4)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("`" + k + "`=")
+		switch v := set[k].(type) {
+		case clause.Expr:
+			b.WriteString(v.SQL)
+			args = append(args, v.Vars...)
+		default:
+			b.WriteByte('?')
+			args = append(args, v)
+		}
+	}
+	b.WriteString(" WHERE id = ? RETURNING ")
+	b.WriteString(stateList)
+	st, ok := s.prep.Stmt(ctx, s.db, b.String())
+	if !ok {
+		return s.UpdateStateReturning(ctx, id, set)
+	}
+	var out State
+	var note sql.NullString
+	err := st.QueryRowContext(ctx, append(args, id)...).Scan(&out.Tick, &out.Turn, &out.LiveTokens, &out.SummaryTokens,
+		&out.LiveMessages, &out.ArchivedMessages, &out.SystemTokens, &out.ToolTokens, &out.Compactions, &out.Awaiting,
+		&out.Resume, &out.GameTime, &out.LastSleepAt, &out.SleepMark, &out.HistoryRev, &note)
+	if errors.Is(err, sql.ErrNoRows) {
+		return State{}, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("update npc %q: %w", id, err)
+	}
+	out.CompactionNote = note.String
+	return out, nil
+}
+
+// stateList is State's columns in the order advance scans them.
+var stateList = func() string {
+	var names []string
+	for _, c := range stateColumns {
+		names = append(names, c.Name)
+	}
+	want := "tick,turn,live_tokens,summary_tokens,live_messages,archived_messages,system_tokens,tool_tokens,compactions," +
+		"awaiting,resume,game_time,last_sleep_at,sleep_mark,history_rev,compaction_note"
+	if got := strings.Join(names, ","); got != want {
+		panic("character: State's columns changed; update advance: " + got)
+	}
+	return want
+}()
 
 // stateColumns are State's columns.
 var stateColumns = func() []clause.Column {
@@ -593,17 +657,40 @@ func (s *Store) ConsumeEvents(ctx context.Context, id string, seqs []int64, tick
 	// In a transaction so that a refused call leaves the events it could
 	// have consumed pending.
 	return s.atomically(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&Event{}).
-			Where("character_id = ? AND seq IN ? AND consumed_at IS NULL", id, seqs).
-			Updates(map[string]any{"consumed_at": now, "consumed_tick": tick, "message_id": msgID})
-		if res.Error != nil {
-			return fmt.Errorf("consume events of %q: %w", id, res.Error)
+		var n int64
+		if st, ok := s.prep.Stmt(ctx, tx, consumeSQL(len(seqs))); ok {
+			args := make([]any, 0, 4+len(seqs))
+			args = append(args, now, tick, msgID, id)
+			for _, seq := range seqs {
+				args = append(args, seq)
+			}
+			res, err := st.ExecContext(ctx, args...)
+			if err == nil {
+				n, err = res.RowsAffected()
+			}
+			if err != nil {
+				return fmt.Errorf("consume events of %q: %w", id, err)
+			}
+		} else {
+			res := tx.Model(&Event{}).
+				Where("character_id = ? AND seq IN ? AND consumed_at IS NULL", id, seqs).
+				Updates(map[string]any{"consumed_at": now, "consumed_tick": tick, "message_id": msgID})
+			if res.Error != nil {
+				return fmt.Errorf("consume events of %q: %w", id, res.Error)
+			}
+			n = res.RowsAffected
 		}
-		if int(res.RowsAffected) != len(seqs) {
-			return fmt.Errorf("consume events of %q: %d of %d were already consumed", id, len(seqs)-int(res.RowsAffected), len(seqs))
+		if int(n) != len(seqs) {
+			return fmt.Errorf("consume events of %q: %d of %d were already consumed", id, len(seqs)-int(n), len(seqs))
 		}
 		return nil
 	})
+}
+
+// consumeSQL is ConsumeEvents' statement for n events (SQLite).
+func consumeSQL(n int) string {
+	return "UPDATE `events` SET `consumed_at`=?,`consumed_tick`=?,`message_id`=? WHERE character_id = ? AND consumed_at IS NULL AND seq IN (?" +
+		strings.Repeat(",?", n-1) + ")"
 }
 
 // EventsByRef returns the stored events with the given game refs.
@@ -623,8 +710,42 @@ func (s *Store) EventsByRef(ctx context.Context, id string, refs []string) ([]Ev
 // their ids) and adds them to the NPC's running totals. Each message's
 // CharacterID, State and token fields are set here.
 func (s *Store) AppendMessages(ctx context.Context, id string, msgs []*Message, c Counter, offloadBytes int) error {
+	d, err := s.InsertMessages(ctx, id, msgs, c, offloadBytes)
+	if err != nil || d.Zero() {
+		return err
+	}
+	err = s.q(ctx).Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
+		"live_tokens":    gorm.Expr("live_tokens + ?", d.LiveTokens),
+		"summary_tokens": gorm.Expr("summary_tokens + ?", d.SummaryTokens),
+		"live_messages":  gorm.Expr("live_messages + ?", d.LiveMessages),
+		"history_rev":    newRev(),
+	}).Error
+	if err != nil {
+		return fmt.Errorf("update totals of %q: %w", id, err)
+	}
+	return nil
+}
+
+// measuredSQL stores a tool result's token counts (SQLite).
+const measuredSQL = "UPDATE `messages` SET `tokens`=?,`view_tokens`=?,`mask_tokens`=?,`offloaded`=? WHERE id = ?"
+
+// HistoryDelta is what inserted messages add to an NPC's running totals.
+// Appended is set when any message was inserted.
+type HistoryDelta struct {
+	LiveTokens, SummaryTokens, LiveMessages int
+	Appended                                bool
+}
+
+// Zero reports whether no message was inserted.
+func (d HistoryDelta) Zero() bool { return !d.Appended }
+
+// InsertMessages is AppendMessages without the update of the NPC's row: it
+// returns what the running totals must gain, for the caller to add with
+// AdvanceState in the same transaction. Until then the totals and the
+// history revision are stale.
+func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, c Counter, offloadBytes int) (HistoryDelta, error) {
 	if len(msgs) == 0 {
-		return nil
+		return HistoryDelta{}, nil
 	}
 	db := s.q(ctx)
 	for _, m := range msgs {
@@ -639,36 +760,66 @@ func (s *Store) AppendMessages(ctx context.Context, id string, msgs []*Message, 
 		}
 	}
 	if err := db.CreateInBatches(msgs, 100).Error; err != nil {
-		return fmt.Errorf("append messages of %q: %w", id, err)
+		return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
 	}
-	live, summary, count := 0, 0, 0
+	d := HistoryDelta{Appended: true}
 	for _, m := range msgs {
 		if m.Role == "tool" {
 			Measure(m, c, offloadBytes)
-			err := db.Model(&Message{}).Where("id = ?", m.ID).Updates(map[string]any{
-				"tokens": m.Tokens, "view_tokens": m.ViewTokens, "mask_tokens": m.MaskTokens, "offloaded": m.Offloaded,
-			}).Error
+			var err error
+			if st, ok := s.prep.Stmt(ctx, db, measuredSQL); ok {
+				_, err = st.ExecContext(ctx, m.Tokens, m.ViewTokens, m.MaskTokens, m.Offloaded, m.ID)
+			} else {
+				err = db.Model(&Message{}).Where("id = ?", m.ID).Updates(map[string]any{
+					"tokens": m.Tokens, "view_tokens": m.ViewTokens, "mask_tokens": m.MaskTokens, "offloaded": m.Offloaded,
+				}).Error
+			}
 			if err != nil {
-				return fmt.Errorf("append messages of %q: %w", id, err)
+				return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
 			}
 		}
 		if m.Summary {
-			summary += m.PromptTokens()
+			d.SummaryTokens += m.PromptTokens()
 			continue
 		}
-		live += m.PromptTokens()
-		count++
+		d.LiveTokens += m.PromptTokens()
+		d.LiveMessages++
 	}
-	err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
-		"live_tokens":    gorm.Expr("live_tokens + ?", live),
-		"summary_tokens": gorm.Expr("summary_tokens + ?", summary),
-		"live_messages":  gorm.Expr("live_messages + ?", count),
-		"history_rev":    newRev(),
-	}).Error
+	return d, nil
+}
+
+// AdvanceState writes the given state columns of NPC id, adds d (messages
+// just inserted by InsertMessages) to its running totals and, when d
+// holds any, moves its history revision on — all in one statement (UPDATE
+// … RETURNING) — and returns the state as written. held reports whether
+// the revision was held before the write: the live history a caller read at
+// revision held is then, with what d inserted, exactly the stored one. An
+// NPC that does not exist is ErrNotFound.
+func (s *Store) AdvanceState(ctx context.Context, id string, cols map[string]any, d HistoryDelta, held int64) (State, bool, error) {
+	set := make(map[string]any, len(cols)+4)
+	for k, v := range cols {
+		set[k] = v
+	}
+	next := newRev()
+	if !d.Zero() {
+		set["live_tokens"] = gorm.Expr("live_tokens + ?", d.LiveTokens)
+		set["summary_tokens"] = gorm.Expr("summary_tokens + ?", d.SummaryTokens)
+		set["live_messages"] = gorm.Expr("live_messages + ?", d.LiveMessages)
+		other := newRev()
+		for other == next {
+			other = newRev()
+		}
+		// Fresh either way; which one says whether held was current.
+		set["history_rev"] = gorm.Expr("CASE WHEN history_rev = ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END", held, next, other)
+	}
+	st, err := s.advance(ctx, id, set)
 	if err != nil {
-		return fmt.Errorf("update totals of %q: %w", id, err)
+		return State{}, false, err
 	}
-	return nil
+	if d.Zero() {
+		return st, st.HistoryRev == held, nil
+	}
+	return st, st.HistoryRev == next, nil
 }
 
 // HistoryRev returns the NPC's history revision (see State.HistoryRev).
@@ -948,11 +1099,23 @@ func (s *Store) Repair(ctx context.Context, id string) (Totals, error) {
 
 // AddTick records a non-idle tick.
 func (s *Store) AddTick(ctx context.Context, r *TickRecord) error {
-	if err := s.q(ctx).Create(r).Error; err != nil {
+	var err error
+	if st, ok := s.prep.Stmt(ctx, s.db, addTickSQL); ok {
+		err = st.QueryRowContext(ctx, r.CharacterID, r.Tick, r.At, r.GameTime, r.ContextTokens, r.Window, r.Utilization,
+			r.PromptTokens, r.CompletionTokens, r.LLMCalls, r.Actions, r.CompactionID, r.Recovery, r.FirstMessageID, r.LastMessageID).Scan(&r.ID)
+	} else {
+		err = s.q(ctx).Create(r).Error
+	}
+	if err != nil {
 		return fmt.Errorf("record tick %d of %q: %w", r.Tick, r.CharacterID, err)
 	}
 	return nil
 }
+
+// addTickSQL inserts a TickRecord (SQLite).
+const addTickSQL = "INSERT INTO `tick_records` (`character_id`,`tick`,`at`,`game_time`,`context_tokens`,`window`,`utilization`," +
+	"`prompt_tokens`,`completion_tokens`,`llm_calls`,`actions`,`compaction_id`,`recovery`,`first_message_id`,`last_message_id`) " +
+	"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING `id`"
 
 // Ticks returns the recorded ticks of an NPC in [from, to] (0 means no
 // bound), oldest first.

@@ -1232,3 +1232,77 @@ func TestState(t *testing.T) {
 		t.Fatalf("unknown NPC: %v", err)
 	}
 }
+
+// TestAdvanceStateFoldsTheTotalsAndTheRevisionCheck checks that inserted
+// messages and AdvanceState together leave the NPC as AppendMessages and
+// UpdateState would, and that AdvanceState tells whether the revision the
+// caller read was still the stored one.
+func TestAdvanceStateFoldsTheTotalsAndTheRevisionCheck(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	appendMsgs(t, s, "brom", &character.Message{Role: llm.RoleUser, Content: "hello", Turn: 1})
+	read := get(t, s, "brom").State.HistoryRev
+
+	turn := func(text string) character.HistoryDelta {
+		t.Helper()
+		msgs := []*character.Message{{Role: llm.RoleUser, Content: text, Turn: 2},
+			{Role: llm.RoleTool, Content: "ok", ToolCallID: "c1", ToolName: "say", Turn: 2}}
+		d, err := s.InsertMessages(ctx, "brom", msgs, counter, character.DefaultOffloadBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Zero() || d.LiveMessages != 2 || d.LiveTokens != msgs[0].PromptTokens()+msgs[1].PromptTokens() {
+			t.Fatalf("delta %+v, want the two messages' tokens", d)
+		}
+		return d
+	}
+	// Inside a transaction, as a tick commits (SQLite runs a prepared
+	// statement there), and alone.
+	inTx := false
+	advance := func(cols map[string]any, d character.HistoryDelta, held int64) (st character.State, ok bool, err error) {
+		inTx = !inTx
+		if !inTx {
+			return s.AdvanceState(ctx, "brom", cols, d, held)
+		}
+		err = s.DB().Transaction(func(tx *gorm.DB) error {
+			st, ok, err = s.WithTx(tx).AdvanceState(ctx, "brom", cols, d, held)
+			return err
+		})
+		return st, ok, err
+	}
+	st, held, err := advance(map[string]any{"tick": 2, "turn": 2, "awaiting": store.NewJSON([]character.PendingCall{{ID: "c9", Tool: "give"}})}, turn("again"), read)
+	if err != nil || !held {
+		t.Fatalf("AdvanceState at the stored revision: held %v, err %v; want held", held, err)
+	}
+	if st.Tick != 2 || st.Turn != 2 || st.HistoryRev == read || st.LiveMessages != 3 || len(st.Awaiting.V) != 1 {
+		t.Errorf("state %+v, want tick 2, turn 2, 3 live messages, a call awaited and a new revision", st)
+	}
+	if got := get(t, s, "brom").State; !cmp.Equal(got, st) {
+		t.Errorf("returned state differs from the stored one (-stored +returned):\n%s", cmp.Diff(got, st))
+	}
+	checkTotals(t, s, "brom")
+
+	// Another writer moved the revision on since it was read.
+	st, held, err = advance(map[string]any{"tick": 3}, turn("once more"), read)
+	if err != nil || held {
+		t.Fatalf("AdvanceState at a stale revision: held %v, err %v; want not held", held, err)
+	}
+	if st.HistoryRev == read {
+		t.Error("the revision did not move on")
+	}
+	if got := get(t, s, "brom").State; !cmp.Equal(got, st) {
+		t.Errorf("returned state differs from the stored one (-stored +returned):\n%s", cmp.Diff(got, st))
+	}
+	checkTotals(t, s, "brom")
+
+	// Nothing inserted: the revision stays.
+	st2, held, err := advance(map[string]any{"tick": 4}, character.HistoryDelta{}, st.HistoryRev)
+	if err != nil || !held || st2.HistoryRev != st.HistoryRev {
+		t.Errorf("AdvanceState with nothing inserted: rev %d → %d, held %v, err %v", st.HistoryRev, st2.HistoryRev, held, err)
+	}
+
+	if _, _, err := s.AdvanceState(ctx, "nobody", map[string]any{"tick": 1}, character.HistoryDelta{}, 0); !errors.Is(err, character.ErrNotFound) {
+		t.Errorf("AdvanceState of a missing NPC: %v, want ErrNotFound", err)
+	}
+}

@@ -198,6 +198,7 @@ type Engine struct {
 	settings sync.Map // npc id → *character.Character: settings as last read, no state
 	history  *historyCache
 	feed     *feedSignal // wakes action feed readers
+	commits  *committer  // groups the commits of concurrent ticks
 	auto     *autoTicker
 	models   llm.Router
 
@@ -243,7 +244,7 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 		deps.Sleeper = r
 	}
 	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
-		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(),
+		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB),
 		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}}, nil
 }
 

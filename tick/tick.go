@@ -454,26 +454,36 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 }
 
 // commit writes the turn in one transaction — its messages with their token
-// counts, the events it consumed, the tools' effects, journal entries for
-// notable perceptions and the NPC's commitments, masking of old
-// observations, the NPC's new state and the tick record — and returns the
-// NPC as it stands after. Either all of it is stored or none of it.
+// counts, the NPC's new state, the events it consumed, journal entries for
+// notable perceptions and the NPC's commitments, the tools' effects,
+// masking of old observations and the tick record — and returns the NPC as
+// it stands after. Either all of it is stored or none of it.
 func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter) (*character.Character, error) {
 	c := ts.c
 	var after *character.Character
 	var masked []int64
 	current := false // the live history read at c's revision is the stored one
-	err := e.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	// Committed with the turns of other NPCs ticking meanwhile (see
+	// committer); the function may run again, so it sets every result anew.
+	err := e.commits.commit(ctx, func(ctx context.Context, tx *gorm.DB) error {
+		after, masked, current, ts.res = nil, nil, false, nil
 		cs := e.deps.Characters.WithTx(tx)
 		js := e.deps.Journal.WithTx(tx)
-		rev, err := cs.HistoryRev(ctx, c.ID)
+		d, err := cs.InsertMessages(ctx, c.ID, ts.current, counter, c.Masking.OffloadBytes)
 		if err != nil {
 			return err
 		}
-		current = rev == c.State.HistoryRev
-		if err := cs.AppendMessages(ctx, c.ID, ts.current, counter, c.Masking.OffloadBytes); err != nil {
+		// One statement writes the state, adds the new messages to the
+		// running totals and tells whether the history this tick read is
+		// still the stored one (else another process wrote to it).
+		st, held, err := cs.AdvanceState(ctx, c.ID, map[string]any{
+			"tick": ts.tick, "turn": ts.turn, "awaiting": store.NewJSON(ts.awaiting), "resume": false, "game_time": ts.gameTime.UTC(),
+		}, d, c.State.HistoryRev)
+		if err != nil {
 			return err
 		}
+		current = held
+		var entries []*journal.Entry
 		if ts.user != nil {
 			seqs := make([]int64, len(ts.events))
 			for i, ev := range ts.events {
@@ -482,11 +492,12 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 			if err := cs.ConsumeEvents(ctx, c.ID, seqs, ts.tick, ts.user.ID); err != nil {
 				return err
 			}
-			if err := e.notePerceptions(ctx, cs, js, ts); err != nil {
+			if entries, err = e.notePerceptions(ctx, cs, ts); err != nil {
 				return err
 			}
 		}
-		if err := e.noteOwnWords(ctx, js, ts); err != nil {
+		entries = append(entries, e.noteOwnWords(ts)...)
+		if err := js.Add(ctx, c.ID, entries...); err != nil {
 			return err
 		}
 		w := tools.Writers{Journal: js, Characters: cs}
@@ -503,12 +514,9 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 				return err
 			}
 			masked = m.IDs
-		}
-		st, err := cs.UpdateStateReturning(ctx, c.ID, map[string]any{
-			"tick": ts.tick, "turn": ts.turn, "awaiting": store.NewJSON(ts.awaiting), "resume": false, "game_time": ts.gameTime.UTC(),
-		})
-		if err != nil {
-			return err
+			if m.After != nil {
+				st = m.After.State
+			}
 		}
 		// The settings as this tick read them (they change only under the
 		// NPC's lock), the state as the commit leaves it.
@@ -551,9 +559,9 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 	return after, nil
 }
 
-// notePerceptions journals the notable events of the turn and records who
-// was seen.
-func (e *Engine) notePerceptions(ctx context.Context, cs *character.Store, js *journal.Store, ts *turnState) error {
+// notePerceptions records who was seen in the turn's events and returns
+// journal entries for the notable ones.
+func (e *Engine) notePerceptions(ctx context.Context, cs *character.Store, ts *turnState) ([]*journal.Entry, error) {
 	seen := map[string]bool{}
 	var entries []*journal.Entry
 	for _, ev := range ts.events {
@@ -562,7 +570,7 @@ func (e *Engine) notePerceptions(ctx context.Context, cs *character.Store, js *j
 			// The display name is kept up to date: a renamed actor with
 			// a game id keeps its profile under the new name.
 			if err := cs.NoteSeen(ctx, ts.c.ID, k, ev.Actor, ev.At); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		imp := journal.Importance(ev.Kind, ev.Text)
@@ -581,7 +589,7 @@ func (e *Engine) notePerceptions(ctx context.Context, cs *character.Store, js *j
 		}
 		entries = append(entries, en)
 	}
-	return js.Add(ctx, ts.c.ID, entries...)
+	return entries, nil
 }
 
 // commitmentRe spots an NPC committing itself: promises, debts, deals,
@@ -592,11 +600,11 @@ var commitmentRe = regexp.MustCompile(`(?i)\b(i'll|i will|i shall|i promise|prom
 // closing quote.
 var quotedRe = regexp.MustCompile(`"[^"]*("|$)|“[^”]*(”|$)`)
 
-// noteOwnWords journals the NPC's own commitments, so they are found again
-// once compacted: the history's search reads message text, and what an NPC
-// says goes out as tool calls. (What it merely echoes of what others said
-// is journaled as their words already.)
-func (e *Engine) noteOwnWords(ctx context.Context, js *journal.Store, ts *turnState) error {
+// noteOwnWords returns journal entries for the NPC's own commitments, so
+// they are found again once compacted: the history's search reads message
+// text, and what an NPC says goes out as tool calls. (What it merely echoes
+// of what others said is journaled as their words already.)
+func (e *Engine) noteOwnWords(ts *turnState) []*journal.Entry {
 	var entries []*journal.Entry
 	for _, m := range ts.current {
 		if m.Role != llm.RoleAssistant {
@@ -619,5 +627,5 @@ func (e *Engine) noteOwnWords(ctx context.Context, js *journal.Store, ts *turnSt
 			entries = append(entries, en)
 		}
 	}
-	return js.Add(ctx, ts.c.ID, entries...)
+	return entries
 }

@@ -1,0 +1,209 @@
+package tick
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"gorm.io/gorm"
+
+	"github.com/npcd/npcd/store"
+)
+
+// MaxCommitGroup bounds how many ticks' commits share one transaction.
+const MaxCommitGroup = 64
+
+// commitFunc writes one tick's turn inside tx. It may run more than once
+// (its group rolled back for another member's failure, or PostgreSQL
+// aborting a deadlock victim): every run starts from what the tick holds in
+// memory and sets again whatever it leaves for the caller.
+type commitFunc func(ctx context.Context, tx *gorm.DB) error
+
+// committer commits the turns of concurrently ticking NPCs together. SQLite
+// has one writer at a time, and a transaction's fixed cost (taking the write
+// lock, writing and syncing the log) dwarfs a turn's few rows: ticks that
+// would queue on the lock one by one instead queue here, and one of them —
+// the leader — runs the whole queue, up to MaxCommitGroup, in one
+// transaction, then hands the lead to the first tick still queued. A tick
+// that finds nobody committing commits at once, alone: nothing ever waits
+// for company.
+//
+// Every member of a group learns its own outcome, and only once the
+// transaction holding its writes has committed. A member whose writes fail
+// rolls the group back; it gets its error and the others run again without
+// it, so one tick's failure never fails or loses another's. A member whose
+// context ended before its group began is not written.
+//
+// On PostgreSQL, where writers do not exclude one another, each commit runs
+// in its own transaction (retried when PostgreSQL aborts it as a deadlock
+// victim): one transaction holding many NPCs' rows would only lengthen the
+// waits of whatever touches them.
+type committer struct {
+	db      *gorm.DB
+	grouped bool // SQLite: commits are grouped
+
+	mu      sync.Mutex
+	queue   []*commitJob
+	leading bool // a leader is running a group; queue is empty when false
+	// largest is the most commits one transaction held (tests read it to
+	// see that commits were grouped).
+	largest int
+}
+
+type commitJob struct {
+	ctx  context.Context
+	fn   commitFunc
+	wake chan struct{} // signalled once: answered, or told to lead
+	done bool          // answered (err holds the outcome)
+	err  error
+}
+
+func newCommitter(db *gorm.DB) *committer {
+	return &committer{db: db, grouped: store.IsSQLite(db)}
+}
+
+// commit runs fn in a transaction, with the commits of other ticks queued
+// meanwhile, and returns fn's error or the transaction's once it is over.
+// A panic in fn is raised again here, in the caller's goroutine.
+func (c *committer) commit(ctx context.Context, fn commitFunc) error {
+	if !c.grouped {
+		return store.Transaction(ctx, c.db, func(tx *gorm.DB) error { return fn(ctx, tx) })
+	}
+	j := &commitJob{ctx: ctx, fn: fn, wake: make(chan struct{}, 1)}
+	c.mu.Lock()
+	c.queue = append(c.queue, j)
+	if c.leading {
+		c.mu.Unlock()
+		<-j.wake
+		if j.done {
+			return j.result()
+		}
+		// Told to lead: j heads the queue.
+	} else {
+		c.leading = true
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	n := min(len(c.queue), MaxCommitGroup)
+	group := make([]*commitJob, n)
+	copy(group, c.queue)
+	c.queue = append(c.queue[:0], c.queue[n:]...)
+	c.mu.Unlock()
+
+	committed := c.run(group)
+
+	c.mu.Lock()
+	c.largest = max(c.largest, committed)
+	c.mu.Unlock()
+	c.handOff()
+	return j.result()
+}
+
+// handOff ends a leader's turn: the first queued commit leads next, or the
+// committer is idle.
+func (c *committer) handOff() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) > 0 {
+		c.queue[0].wake <- struct{}{}
+	} else {
+		c.leading = false
+	}
+}
+
+// result is the job's outcome; a panic of its commit function is raised
+// again.
+func (j *commitJob) result() error {
+	if p, ok := j.err.(*commitPanic); ok {
+		panic(p.v)
+	}
+	return j.err
+}
+
+// commitPanic carries a panic of a member's commit function to its own
+// goroutine.
+type commitPanic struct{ v any }
+
+func (p *commitPanic) Error() string { return fmt.Sprintf("panic in commit: %v", p.v) }
+
+func answer(j *commitJob, err error) {
+	j.err, j.done = err, true
+	j.wake <- struct{}{}
+}
+
+// run commits group, answering every member; it returns how many were
+// committed.
+func (c *committer) run(group []*commitJob) int {
+	live := make([]*commitJob, 0, len(group))
+	for _, j := range group {
+		if err := j.ctx.Err(); err != nil {
+			answer(j, err)
+			continue
+		}
+		live = append(live, j)
+	}
+	n := 0
+	// Members whose writes failed after others' in the same transaction
+	// are tried again alone, so the error each gets is its own.
+	var alone []*commitJob
+	for len(live) > 0 {
+		bad, err := c.tx(live)
+		switch {
+		case err == nil:
+			for _, j := range live {
+				answer(j, nil)
+			}
+			n += len(live)
+			live = nil
+		case bad == 0:
+			answer(live[0], err)
+			live = live[1:]
+		case bad > 0:
+			// Its writes failed: the others go on without it.
+			alone = append(alone, live[bad])
+			live = append(live[:bad], live[bad+1:]...)
+		default:
+			// The transaction itself failed (begin or commit): each
+			// member is tried alone, so none pays for another.
+			alone = append(alone, live...)
+			live = nil
+		}
+	}
+	for _, j := range alone {
+		_, err := c.tx([]*commitJob{j})
+		if err == nil {
+			n++
+		}
+		answer(j, err)
+	}
+	return n
+}
+
+// tx runs jobs' commit functions in one transaction. When one fails it
+// returns its index and error (the transaction rolled back); a failure of
+// the transaction itself has index -1.
+func (c *committer) tx(jobs []*commitJob) (bad int, err error) {
+	bad = -1
+	err = c.db.WithContext(context.Background()).Transaction(func(tx *gorm.DB) error {
+		for i, j := range jobs {
+			// The member's context ends its wait, not its statements: an
+			// interrupted statement would roll back the whole group.
+			if err := call(j.fn, context.WithoutCancel(j.ctx), tx); err != nil {
+				bad = i
+				return err
+			}
+		}
+		return nil
+	})
+	return bad, err
+}
+
+// call runs fn, turning a panic into a *commitPanic.
+func call(fn commitFunc, ctx context.Context, tx *gorm.DB) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &commitPanic{v: v}
+		}
+	}()
+	return fn(ctx, tx)
+}

@@ -1,0 +1,395 @@
+package tick
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/dbtest"
+	"github.com/npcd/npcd/llm"
+)
+
+// holdCommitter makes c busy, as if a leader were committing, until
+// release is called, so that commits arriving meanwhile queue and are then
+// committed together. waitQueued returns once n commits are queued.
+func holdCommitter(t *testing.T, c *committer) (waitQueued func(n int), release func()) {
+	t.Helper()
+	c.mu.Lock()
+	if c.leading {
+		c.mu.Unlock()
+		t.Fatal("the committer is busy already")
+	}
+	c.leading = true
+	c.mu.Unlock()
+	waitQueued = func(n int) {
+		for {
+			c.mu.Lock()
+			q := len(c.queue)
+			c.mu.Unlock()
+			if q >= n {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var once sync.Once
+	release = func() { once.Do(c.handOff) }
+	t.Cleanup(release)
+	return waitQueued, release
+}
+
+func (c *committer) largestGroup() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.largest
+}
+
+// TestCommitterGivesEachMemberItsOwnOutcome queues commits behind a busy
+// committer, so they share a group: one succeeds, one fails, one panics,
+// one's caller gave up before the group began, one succeeds. The two good
+// ones are committed together; each other one gets its own outcome and
+// stores nothing.
+func TestCommitterGivesEachMemberItsOwnOutcome(t *testing.T) {
+	db := dbtest.SQLiteAt(t, filepath.Join(t.TempDir(), "gc.db"))
+	if err := db.Exec("CREATE TABLE gc_rows (name TEXT NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	c := newCommitter(db)
+	if !c.grouped {
+		t.Fatal("commits on SQLite must be grouped")
+	}
+	waitQueued, release := holdCommitter(t, c)
+
+	insert := func(name string) commitFunc {
+		return func(ctx context.Context, tx *gorm.DB) error {
+			return tx.WithContext(ctx).Exec("INSERT INTO gc_rows (name) VALUES (?)", name).Error
+		}
+	}
+	boom := errors.New("boom")
+	type outcome struct {
+		err      error
+		panicked any
+	}
+	names := []string{"good1", "fails", "panics", "cancelled", "good2"}
+	outcomes := make([]outcome, len(names))
+	cancelled, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i, name := range names {
+		fn := insert(name)
+		ctx := context.Background()
+		switch name {
+		case "fails":
+			fn = func(ctx context.Context, tx *gorm.DB) error {
+				if err := insert(name)(ctx, tx); err != nil {
+					return err
+				}
+				return boom
+			}
+		case "panics":
+			fn = func(ctx context.Context, tx *gorm.DB) error {
+				if err := insert(name)(ctx, tx); err != nil {
+					return err
+				}
+				panic("commit bug")
+			}
+		case "cancelled":
+			ctx = cancelled
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { outcomes[i].panicked = recover() }()
+			outcomes[i].err = c.commit(ctx, fn)
+		}()
+		waitQueued(i + 1) // queued in this order
+	}
+	cancel()
+	release()
+	wg.Wait()
+
+	var stored []string
+	if err := db.Raw("SELECT name FROM gc_rows ORDER BY name").Scan(&stored).Error; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(stored, ",") != "good1,good2" {
+		t.Errorf("stored %v, want only good1 and good2", stored)
+	}
+	for i, name := range names {
+		o := outcomes[i]
+		switch name {
+		case "good1", "good2":
+			if o.err != nil || o.panicked != nil {
+				t.Errorf("%s: err %v, panic %v; want committed", name, o.err, o.panicked)
+			}
+		case "fails":
+			if !errors.Is(o.err, boom) {
+				t.Errorf("fails: err %v, want its own error", o.err)
+			}
+		case "panics":
+			if o.panicked != "commit bug" {
+				t.Errorf("panics: panic %v, err %v; want its panic raised in its own goroutine", o.panicked, o.err)
+			}
+		case "cancelled":
+			if !errors.Is(o.err, context.Canceled) {
+				t.Errorf("cancelled: err %v, want context.Canceled", o.err)
+			}
+		}
+	}
+	if got := c.largestGroup(); got != 2 {
+		t.Errorf("largest committed group %d, want 2 (good1 and good2 together)", got)
+	}
+	// The committer is idle again: a lone commit goes through at once.
+	if err := c.commit(context.Background(), insert("after")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCommitterBoundsItsGroups queues more commits than a group holds:
+// they are all committed, in groups of at most MaxCommitGroup.
+func TestCommitterBoundsItsGroups(t *testing.T) {
+	db := dbtest.SQLiteAt(t, filepath.Join(t.TempDir(), "gc.db"))
+	if err := db.Exec("CREATE TABLE gc_rows (name TEXT NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	c := newCommitter(db)
+	waitQueued, release := holdCommitter(t, c)
+	const n = MaxCommitGroup + 10
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			errs <- c.commit(context.Background(), func(ctx context.Context, tx *gorm.DB) error {
+				return tx.WithContext(ctx).Exec("INSERT INTO gc_rows (name) VALUES (?)", fmt.Sprint(i)).Error
+			})
+		}()
+	}
+	waitQueued(n)
+	release()
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var count int64
+	if err := db.Raw("SELECT COUNT(*) FROM gc_rows").Scan(&count).Error; err != nil {
+		t.Fatal(err)
+	}
+	if count != n {
+		t.Errorf("stored %d rows, want %d", count, n)
+	}
+	if got := c.largestGroup(); got != MaxCommitGroup {
+		t.Errorf("largest group %d, want %d", got, MaxCommitGroup)
+	}
+}
+
+// doomModel answers like the builtin model, but deletes the NPC named
+// Doomed behind the engine's back while it thinks, so its tick's commit
+// finds it gone.
+type doomModel struct {
+	llm.Chatter
+	doom func()
+}
+
+func (d *doomModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if req.Task == llm.TaskTick && len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, "Doomed") {
+		d.doom()
+	}
+	return d.Chatter.Chat(ctx, req)
+}
+
+// TestConcurrentTicksSurviveOneFailingCommit ticks many NPCs at once, their
+// commits grouped, while one NPC is deleted mid-tick: that tick fails and
+// stores nothing, every other commits its whole turn.
+func TestConcurrentTicksSurviveOneFailingCommit(t *testing.T) {
+	m := &doomModel{Chatter: llm.NewBuiltin()}
+	env := openEnv(t, filepath.Join(t.TempDir(), "npcd.db"), m)
+	ctx := context.Background()
+	const npcs, doomed = 8, "npc-3"
+	m.doom = func() {
+		if err := env.chars.Delete(ctx, doomed); err != nil {
+			t.Errorf("delete %s: %v", doomed, err)
+		}
+	}
+	ids := make([]string, npcs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("npc-%d", i)
+		c := brom()
+		c.ID, c.Model = ids[i], "remote-model"
+		if ids[i] == doomed {
+			c.Name = "Doomed"
+		}
+		if _, err := env.eng.PutNPC(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := env.eng.PostEvents(ctx, ids[i], []EventInput{{ID: "e-" + ids[i], Kind: "say", Actor: "alice", Text: "Good morning, " + ids[i] + "!"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grouped := env.eng.commits.grouped
+	release := func() {}
+	if grouped {
+		var waitQueued func(int)
+		waitQueued, release = holdCommitter(t, env.eng.commits)
+		go func() { waitQueued(npcs); release() }()
+	}
+	results := make([]*Result, npcs)
+	errs := make([]error, npcs)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = env.eng.Tick(ctx, id)
+		}()
+	}
+	wg.Wait()
+	release()
+
+	for i, id := range ids {
+		if id == doomed {
+			if !errors.Is(errs[i], character.ErrNotFound) {
+				t.Errorf("%s: err %v, want ErrNotFound", id, errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil {
+			t.Errorf("%s: %v", id, errs[i])
+			continue
+		}
+		if results[i].Tick != 1 || results[i].Events != 1 || len(results[i].Actions) == 0 {
+			t.Errorf("%s: result %+v, want tick 1 answering its event", id, results[i])
+		}
+		c, err := env.chars.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State.Tick != 1 || c.State.LiveMessages == 0 {
+			t.Errorf("%s: stored state %+v, want tick 1 with its turn", id, c.State)
+		}
+		if n, err := env.chars.PendingCount(ctx, id); err != nil || n != 0 {
+			t.Errorf("%s: %d events pending (%v), want its event consumed", id, n, err)
+		}
+		if o, err := env.eng.Outcome(ctx, id, 1); err != nil || o.Tick != 1 {
+			t.Errorf("%s: outcome %+v, %v; want tick 1 stored", id, o, err)
+		}
+	}
+	// Nothing of the failed tick was stored.
+	db := env.eng.deps.DB
+	for _, table := range []string{"messages", "events", "tick_records", "tick_outcomes", "profiles", "entries"} {
+		var n int64
+		if err := db.Table(table).Where("character_id = ?", doomed).Count(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%d rows of %s for the deleted NPC, want none", n, table)
+		}
+	}
+	if grouped {
+		if got := env.eng.commits.largestGroup(); got != npcs-1 {
+			t.Errorf("largest committed group %d, want the %d surviving ticks together", got, npcs-1)
+		}
+	}
+}
+
+// TestGroupedCommitsConsumeEventsExactlyOnce posts events to many NPCs
+// while they tick concurrently: every event is answered by exactly one
+// turn, none is lost, none is answered twice.
+func TestGroupedCommitsConsumeEventsExactlyOnce(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	const npcs, events = 6, 12
+	ids := make([]string, npcs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("npc-%d", i)
+		c := brom()
+		c.ID = ids[i]
+		if _, err := env.eng.PutNPC(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	posted := make(chan struct{})
+	var postWG sync.WaitGroup
+	for _, id := range ids {
+		postWG.Add(1)
+		go func() {
+			defer postWG.Done()
+			for k := 0; k < events; k++ {
+				ev := EventInput{ID: fmt.Sprintf("%s-e%d", id, k), Kind: "say", Actor: "alice", Text: fmt.Sprintf("Message %d for %s.", k, id)}
+				if _, _, err := env.eng.PostEvents(ctx, id, []EventInput{ev}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		// Two tickers per NPC: their ticks of one NPC never overlap, and
+		// those of different NPCs commit together.
+		for w := 0; w < 2; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for done := false; ; {
+					if _, err := env.eng.Tick(ctx, id); err != nil {
+						t.Error(err)
+						return
+					}
+					if done {
+						return
+					}
+					select {
+					case <-posted:
+						done = true // one more tick takes what is left
+					default:
+					}
+				}
+			}()
+		}
+	}
+	postWG.Wait()
+	close(posted)
+	wg.Wait()
+	// What the last ticks left (a turn takes what fits) is taken now.
+	for _, id := range ids {
+		for {
+			res, err := env.eng.Tick(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Idle {
+				break
+			}
+		}
+	}
+
+	for _, id := range ids {
+		msgs, err := env.chars.History(ctx, id, character.HistoryQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for _, m := range msgs {
+			for _, ref := range m.EventRefs.V {
+				seen[ref]++
+			}
+		}
+		for k := 0; k < events; k++ {
+			ref := fmt.Sprintf("%s-e%d", id, k)
+			if seen[ref] != 1 {
+				t.Errorf("%s: event %s answered %d times, want once", id, ref, seen[ref])
+			}
+		}
+		if len(seen) != events {
+			t.Errorf("%s: %d events answered, want %d", id, len(seen), events)
+		}
+		if n, err := env.chars.PendingCount(ctx, id); err != nil || n != 0 {
+			t.Errorf("%s: %d events pending (%v)", id, n, err)
+		}
+	}
+}
