@@ -121,6 +121,12 @@ func Migrations() []store.Migration {
 				Updates(map[string]any{"auto_tick_enabled": false, "auto_tick_debounce_ms": DefaultAutoTickDebounceMS,
 					"auto_tick_max_wait_ms": DefaultAutoTickMaxWaitMS, "scope": ""}).Error
 		},
+	}, {
+		// PruneOutcomes finds the outcomes past their retention by time.
+		Component: "character", Version: 7, Name: "index on the time of tick outcomes",
+		Up: func(tx *gorm.DB) error {
+			return tx.Exec("CREATE INDEX IF NOT EXISTS idx_outcomes_at ON tick_outcomes (at)").Error
+		},
 	}}
 }
 
