@@ -962,3 +962,17 @@ func (s *Store) LatestMessageID(ctx context.Context, id string) (int64, error) {
 	}
 	return *n, nil
 }
+
+// HasMessagesAfter reports whether NPC id has a message newer than after,
+// leaving out the ids in except.
+func (s *Store) HasMessagesAfter(ctx context.Context, id string, after int64, except ...int64) (bool, error) {
+	q := s.q(ctx).Model(&Message{}).Select("id").Where("character_id = ? AND id > ?", id, after)
+	if len(except) > 0 {
+		q = q.Where("id NOT IN ?", except)
+	}
+	var ids []int64
+	if err := q.Limit(1).Pluck("id", &ids).Error; err != nil {
+		return false, fmt.Errorf("messages of %q after %d: %w", id, after, err)
+	}
+	return len(ids) > 0, nil
+}
