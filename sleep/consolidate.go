@@ -247,6 +247,9 @@ func (c *Consolidator) Consolidate(ctx context.Context, ch *character.Character)
 				reflectOn = append(reflectOn, e)
 			}
 		}
+		if len(entries) < c.cfg.BatchSize {
+			break // the last batch; entries written since wait for the next sleep
+		}
 	}
 	if c.cfg.ReflectionImportance > 0 && weight >= c.cfg.ReflectionImportance {
 		if err := c.reflect(ctx, ch, reflectOn); err != nil {
@@ -525,7 +528,11 @@ func (c *Consolidator) reflect(ctx context.Context, ch *character.Character, ent
 	}
 	// A reflection cites the events behind its entries too, so a search
 	// that finds it points at what happened.
-	src, err = c.deps.Journal.Provenance(ctx, ch.ID, src)
+	byID := make(map[int64]journal.Entry, len(top))
+	for _, e := range top {
+		byID[e.ID] = e
+	}
+	src, err = provenance(ctx, c.deps.Journal, ch.ID, src, byID)
 	if err != nil {
 		return err
 	}
