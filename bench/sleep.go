@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -14,11 +16,24 @@ import (
 	"github.com/npcd/npcd/sleep"
 )
 
-// SleepSweep puts npcs NPCs to sleep with workers at once, each with
-// entries journal entries to consolidate and a context past the sleep
+// SleepOptions are the settings of a sleep sweep.
+type SleepOptions struct {
+	NPCs    int // NPCs to put to sleep
+	Entries int // journal entries each NPC consolidates
+	Workers int // sleeps run at once
+	// CPUProfile, when set, is a file the sweep's CPU profile is written to.
+	CPUProfile string
+}
+
+// SleepSweep puts o.NPCs NPCs to sleep with o.Workers at once, each with
+// o.Entries journal entries to consolidate and a context past the sleep
 // threshold, and reports the sweep's wall time; then sweeps again, with
 // nothing new.
-func SleepSweep(ctx context.Context, out io.Writer, h Harness, npcs, entries, workers int) error {
+func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) error {
+	npcs, entries, workers := o.NPCs, o.Entries, o.Workers
+	if npcs < 1 || entries < 0 || workers < 1 {
+		return fmt.Errorf("--npcs and --workers must be at least 1, --entries at least 0")
+	}
 	a, done, err := h.Open(ctx, Options{})
 	if err != nil {
 		return err
@@ -54,6 +69,16 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, npcs, entries, wo
 	work := make(chan string)
 	errc := make(chan error, workers)
 	var wg sync.WaitGroup
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	start, cpu0 := time.Now(), cpuTime()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -81,6 +106,9 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, npcs, entries, wo
 	close(work)
 	wg.Wait()
 	took, cpu := time.Since(start), cpuTime()-cpu0
+	if o.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	select {
 	case err := <-errc:
 		return err

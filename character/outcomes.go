@@ -112,6 +112,26 @@ func (s *Store) Outcomes(ctx context.Context, fq FeedQuery) ([]TickOutcome, erro
 	return os, nil
 }
 
+// PruneOutcomes deletes up to limit of the oldest tick outcomes stored
+// before before, of every NPC, in one statement, and returns how many it
+// deleted. Their answers, keys and feed entries go with them: a retry with
+// a pruned key ticks again, GET of a pruned tick is not found, and a feed
+// reader whose cursor is older reads on from the oldest outcome kept. Ids
+// are never reused (the table is AUTOINCREMENT on SQLite, a sequence on
+// PostgreSQL), so cursors stay valid. Callers prune in batches, each its
+// own short transaction, until fewer than limit are deleted.
+func (s *Store) PruneOutcomes(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	oldest := s.q(ctx).Model(&TickOutcome{}).Select("id").Where("at < ?", before.UTC()).Order("at").Limit(limit)
+	res := s.q(ctx).Where("id IN (?)", oldest).Delete(&TickOutcome{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("prune tick outcomes: %w", res.Error)
+	}
+	return int(res.RowsAffected), nil
+}
+
 // isUniqueViolation reports a unique constraint refusing an insert, in the
 // words of SQLite or PostgreSQL (gorm translates neither by default).
 func isUniqueViolation(err error) bool {

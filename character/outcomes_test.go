@@ -103,3 +103,63 @@ func TestOutcomesMigrationAndStore(t *testing.T) {
 		t.Errorf("Outcomes after %d of brom = %+v, %v; want brom's tick 2", all[0].ID, after, err)
 	}
 }
+
+// PruneOutcomes deletes only outcomes older than the cutoff, oldest first
+// and at most limit at a time; what is within retention stays findable by
+// key, by tick and in the feed, and ids are never reused.
+func TestPruneOutcomesRespectsRetention(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.Open(t)
+	if err := store.Migrate(ctx, db, character.Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	cs := character.NewStore(db)
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	k := func(s string) *string { return &s }
+	stored := []character.TickOutcome{
+		{CharacterID: "brom", Tick: 1, Key: k("old"), At: now.Add(-10 * day), Body: `{"tick":1}`},
+		{CharacterID: "mira", Tick: 1, Idle: true, Key: k("idle"), At: now.Add(-8 * day), Body: `{"tick":1,"idle":true}`},
+		{CharacterID: "brom", Tick: 2, Key: k("recent"), At: now.Add(-6 * day), Body: `{"tick":2}`},
+		{CharacterID: "mira", Tick: 2, At: now.Add(-time.Hour), Body: `{"tick":2}`},
+	}
+	for i := range stored {
+		if err := cs.AddOutcome(ctx, &stored[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cutoff := now.Add(-7 * day)
+	for i, want := range []int{1, 1, 0} {
+		n, err := cs.PruneOutcomes(ctx, cutoff, 1)
+		if err != nil || n != want {
+			t.Fatalf("prune #%d = %d, %v; want %d", i+1, n, err, want)
+		}
+	}
+	for _, key := range []string{"old", "idle"} {
+		npc := map[string]string{"old": "brom", "idle": "mira"}[key]
+		if _, err := cs.OutcomeByKey(ctx, npc, key); !errors.Is(err, character.ErrNotFound) {
+			t.Errorf("key %q past retention: %v, want ErrNotFound", key, err)
+		}
+	}
+	if o, err := cs.OutcomeByKey(ctx, "brom", "recent"); err != nil || o.Body != `{"tick":2}` {
+		t.Errorf("key within retention = %+v, %v; want its stored answer", o, err)
+	}
+	if o, err := cs.OutcomeByTick(ctx, "mira", 2); err != nil || o.ID != stored[3].ID {
+		t.Errorf("tick within retention = %+v, %v", o, err)
+	}
+	feed, err := cs.Outcomes(ctx, character.FeedQuery{After: 0, Limit: 10})
+	if err != nil || len(feed) != 2 || feed[0].ID != stored[2].ID || feed[1].ID != stored[3].ID {
+		t.Errorf("feed from the start after pruning = %+v, %v; want the two outcomes kept", feed, err)
+	}
+	// Everything pruned, the next outcome still gets a new id.
+	if n, err := cs.PruneOutcomes(ctx, now.Add(day), 100); err != nil || n != 2 {
+		t.Fatalf("prune all = %d, %v; want 2", n, err)
+	}
+	next := character.TickOutcome{CharacterID: "brom", Tick: 3, At: now, Body: `{"tick":3}`}
+	if err := cs.AddOutcome(ctx, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.ID <= stored[3].ID {
+		t.Errorf("outcome after pruning got id %d, want above %d (ids are never reused)", next.ID, stored[3].ID)
+	}
+}

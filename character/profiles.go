@@ -202,68 +202,170 @@ const (
 // non-empty key is superseded by the new one (kept, with SupersededAt and
 // SupersededBy set). The profile is created if it does not exist.
 func (s *Store) AddFact(ctx context.Context, id string, f Fact) (*Fact, FactAction, error) {
-	f.Entity = EntityKey(f.Entity)
-	f.Content = clip(strings.TrimSpace(f.Content), maxFactBytes)
-	f.Key = clip(strings.ToLower(strings.TrimSpace(f.Key)), 64)
-	if f.Entity == "" {
-		return nil, "", &FieldError{Field: "entity", Message: "is required"}
+	fs, actions, err := s.AddFacts(ctx, id, f)
+	if err != nil {
+		return nil, "", err
 	}
-	if f.Content == "" {
-		return nil, "", &FieldError{Field: "fact", Message: "is required"}
+	return &fs[0], actions[0], nil
+}
+
+// AddFacts records beliefs in order, as AddFact would one after the other
+// (a fact may skip or supersede one added earlier in the same call), and
+// returns each fact as stored (the one kept when skipped) with what was
+// done. Whatever their number it reads the entities and their current
+// facts once, inserts the new facts and the new profiles in one statement
+// each (per 100 rows) and updates once per fact that supersedes some. When
+// any fact is invalid, none is recorded.
+func (s *Store) AddFacts(ctx context.Context, id string, facts ...Fact) ([]Fact, []FactAction, error) {
+	fs := make([]Fact, len(facts))
+	for i, f := range facts {
+		f.Entity = EntityKey(f.Entity)
+		f.Content = clip(strings.TrimSpace(f.Content), maxFactBytes)
+		f.Key = clip(strings.ToLower(strings.TrimSpace(f.Key)), 64)
+		if f.Entity == "" {
+			return nil, nil, &FieldError{Field: "entity", Message: "is required"}
+		}
+		if f.Content == "" {
+			return nil, nil, &FieldError{Field: "fact", Message: "is required"}
+		}
+		fs[i] = f
 	}
-	action := FactAdded
+	actions := make([]FactAction, len(fs))
 	err := s.atomically(ctx, func(tx *gorm.DB) error {
-		var err error
-		if f.Entity, err = resolveEntity(tx, id, f.Entity); err != nil {
+		entities, err := resolveEntities(tx, id, fs)
+		if err != nil {
 			return err
 		}
-		var current []Fact
-		if err := tx.Where("character_id = ? AND entity = ? AND superseded_at IS NULL", id, f.Entity).Find(&current).Error; err != nil {
+		var stored []Fact
+		if err := tx.Where("character_id = ? AND entity IN ? AND superseded_at IS NULL", id, entities).Order("id").Find(&stored).Error; err != nil {
 			return err
 		}
-		for _, c := range current {
-			if strings.EqualFold(c.Content, f.Content) {
-				action = FactSkipped
-				f = c
-				return nil
-			}
+		current := map[string][]*Fact{} // by entity, oldest first
+		for i := range stored {
+			current[stored[i].Entity] = append(current[stored[i].Entity], &stored[i])
 		}
 		now := time.Now().UTC()
-		if f.ValidFrom.IsZero() {
-			f.ValidFrom = now
+		// What each new fact supersedes, by index in fs; filled once ids are known.
+		replaces := make([][]*Fact, len(fs))
+		var fresh []*Fact
+	facts:
+		for i := range fs {
+			f := &fs[i]
+			for _, c := range current[f.Entity] {
+				if strings.EqualFold(c.Content, f.Content) {
+					actions[i] = FactSkipped
+					*f = *c // the fact kept; its id is known once inserted
+					replaces[i] = []*Fact{c}
+					continue facts
+				}
+			}
+			actions[i] = FactAdded
+			if f.ValidFrom.IsZero() {
+				f.ValidFrom = now
+			}
+			f.ID = 0
+			f.CharacterID = id
+			f.CreatedAt = now
+			f.SupersededAt, f.SupersededBy = nil, nil
+			fresh = append(fresh, f)
+			var kept []*Fact
+			for _, c := range current[f.Entity] {
+				if f.Key != "" && c.Key == f.Key {
+					replaces[i] = append(replaces[i], c)
+					actions[i] = FactSuperseded
+				} else {
+					kept = append(kept, c)
+				}
+			}
+			current[f.Entity] = append(kept, f)
 		}
-		f.ID = 0
-		f.CharacterID = id
-		f.CreatedAt = now
-		f.SupersededAt, f.SupersededBy = nil, nil
-		if err := tx.Create(&f).Error; err != nil {
+		if len(fresh) == 0 {
+			return nil
+		}
+		if err := tx.CreateInBatches(fresh, 100).Error; err != nil {
 			return err
 		}
-		if f.Key != "" {
-			for _, c := range current {
-				if c.Key != f.Key {
-					continue
-				}
-				at := f.ValidFrom
-				if err := tx.Model(&Fact{}).Where("id = ?", c.ID).Updates(map[string]any{"superseded_at": at, "superseded_by": f.ID}).Error; err != nil {
-					return err
-				}
-				action = FactSuperseded
+		for i := range fs {
+			if actions[i] == FactSkipped {
+				fs[i] = *replaces[i][0] // a fact of this call has its id now
+				continue
+			}
+			var ids []int64
+			for _, c := range replaces[i] {
+				ids = append(ids, c.ID)
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			if err := tx.Model(&Fact{}).Where("id IN ?", ids).Updates(map[string]any{"superseded_at": fs[i].ValidFrom, "superseded_by": fs[i].ID}).Error; err != nil {
+				return err
 			}
 		}
-		var n int64
-		if err := tx.Model(&Profile{}).Where("character_id = ? AND entity = ?", id, f.Entity).Count(&n).Error; err != nil {
+		// A profile for every entity a new fact is about, from the first one.
+		var have []string
+		if err := tx.Model(&Profile{}).Where("character_id = ? AND entity IN ?", id, entities).Pluck("entity", &have).Error; err != nil {
 			return err
 		}
-		if n == 0 {
-			return tx.Create(&Profile{CharacterID: id, Entity: f.Entity, Name: f.Entity, FirstSeen: f.ValidFrom, LastSeen: f.ValidFrom, UpdatedAt: now}).Error
+		known := map[string]bool{}
+		for _, e := range have {
+			known[e] = true
 		}
-		return nil
+		var ps []Profile
+		for _, f := range fresh {
+			if !known[f.Entity] {
+				known[f.Entity] = true
+				ps = append(ps, Profile{CharacterID: id, Entity: f.Entity, Name: f.Entity, FirstSeen: f.ValidFrom, LastSeen: f.ValidFrom, UpdatedAt: now})
+			}
+		}
+		if len(ps) == 0 {
+			return nil
+		}
+		return tx.CreateInBatches(ps, 100).Error
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("add fact about %q for %q: %w", f.Entity, id, err)
+		return nil, nil, fmt.Errorf("add fact about %q for %q: %w", fs[0].Entity, id, err)
 	}
-	return &f, action, nil
+	return fs, actions, nil
+}
+
+// resolveEntities resolves the entity of each fact as resolveEntity does,
+// in place, with one query, and returns the distinct entities.
+func resolveEntities(tx *gorm.DB, id string, fs []Fact) ([]string, error) {
+	var names []string
+	seen := map[string]bool{}
+	for _, f := range fs {
+		if !IsActorKey(f.Entity) && !seen[f.Entity] {
+			seen[f.Entity] = true
+			names = append(names, f.Entity)
+		}
+	}
+	actor := map[string]string{}
+	if len(names) > 0 {
+		var rows []struct{ Entity, Lname string }
+		err := tx.Model(&Profile{}).Select("entity, LOWER(name) AS lname").
+			Where("character_id = ? AND entity LIKE ? AND LOWER(name) IN ?", id, actorKeyPrefix+"%", names).
+			Order("last_seen DESC").Scan(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("resolve entities of %q: %w", id, err)
+		}
+		for _, r := range rows {
+			if actor[r.Lname] == "" {
+				actor[r.Lname] = r.Entity
+			}
+		}
+	}
+	var out []string
+	done := map[string]bool{}
+	for i := range fs {
+		if a, ok := actor[fs[i].Entity]; ok && !IsActorKey(fs[i].Entity) {
+			fs[i].Entity = a
+		}
+		if !done[fs[i].Entity] {
+			done[fs[i].Entity] = true
+			out = append(out, fs[i].Entity)
+		}
+	}
+	return out, nil
 }
 
 // SupersedeFact marks fact old as replaced by fact by at time at.

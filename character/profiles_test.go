@@ -354,3 +354,76 @@ func TestNoteSeenIsUpsertWithSeenAt(t *testing.T) {
 		}
 	}
 }
+
+// AddFacts records a batch as AddFact would one fact after the other: a
+// fact may supersede or repeat one of the same batch, names resolve to the
+// game actor seen under them, and a profile is made for each new entity.
+func TestAddFactsIsAddFactInTurn(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	t1 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	t2, t3 := t1.Add(time.Hour), t1.Add(2*time.Hour)
+	old, _, err := s.AddFact(ctx, "brom", character.Fact{Entity: "alice", Key: "sword", Content: "has a sword", ValidFrom: t1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.NoteSeen(ctx, "brom", character.ActorKey("42"), "Dave", t1); err != nil {
+		t.Fatal(err)
+	}
+	got, actions, err := s.AddFacts(ctx, "brom",
+		character.Fact{Entity: "Alice", Key: "sword", Content: "sold her sword", ValidFrom: t2},
+		character.Fact{Entity: "alice", Content: "SOLD HER SWORD"},
+		character.Fact{Entity: "alice", Key: "sword", Content: "has a sword", ValidFrom: t3},
+		character.Fact{Entity: "Carol", Content: "bakes bread", ValidFrom: t2},
+		character.Fact{Entity: "dave", Content: "owes 3 gold", ValidFrom: t2},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantActions := []character.FactAction{character.FactSuperseded, character.FactSkipped, character.FactSuperseded, character.FactAdded, character.FactAdded}
+	if diff := cmp.Diff(wantActions, actions); diff != "" {
+		t.Fatalf("actions (-want +got):\n%s", diff)
+	}
+	if got[1].ID != got[0].ID || got[0].ID == 0 {
+		t.Errorf("the repeated fact is #%d, want the one it repeats, #%d", got[1].ID, got[0].ID)
+	}
+	if got[4].Entity != character.ActorKey("42") {
+		t.Errorf("a fact about dave went to %q, want the actor seen as Dave", got[4].Entity)
+	}
+	all, err := s.Facts(ctx, "brom", "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{old.ID, got[0].ID, got[2].ID}, factIDs(all)); diff != "" {
+		t.Fatalf("alice's facts (-want +got):\n%s", diff)
+	}
+	for i, w := range []struct {
+		by *int64
+		at time.Time
+	}{{&got[0].ID, t2}, {&got[2].ID, t3}, {nil, time.Time{}}} {
+		f := all[i]
+		if (w.by == nil) != (f.SupersededBy == nil) || w.by != nil && (*f.SupersededBy != *w.by || !f.SupersededAt.Equal(w.at)) {
+			t.Errorf("fact %q superseded by %v at %v, want by %v at %v", f.Content, f.SupersededBy, f.SupersededAt, w.by, w.at)
+		}
+	}
+	ps, err := s.Profiles(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entities []string
+	for _, p := range ps {
+		entities = append(entities, p.Entity)
+	}
+	if diff := cmp.Diff([]string{character.ActorKey("42"), "alice", "carol"}, entities); diff != "" {
+		t.Errorf("profiles (-want +got):\n%s", diff)
+	}
+	// One bad fact records none of its batch.
+	var fe *character.FieldError
+	if _, _, err := s.AddFacts(ctx, "brom", character.Fact{Entity: "erin", Content: "x"}, character.Fact{Entity: "erin", Content: " "}); !errors.As(err, &fe) {
+		t.Fatalf("batch with an empty fact: %v, want a FieldError", err)
+	}
+	if fs, _ := s.Facts(ctx, "brom", "erin", false); len(fs) != 0 {
+		t.Errorf("the refused batch stored %d facts", len(fs))
+	}
+}

@@ -129,6 +129,12 @@ func Migrations() []store.Migration {
 				Updates(map[string]any{"auto_tick_enabled": false, "auto_tick_debounce_ms": DefaultAutoTickDebounceMS,
 					"auto_tick_max_wait_ms": DefaultAutoTickMaxWaitMS, "scope": ""}).Error
 		},
+	}, {
+		// PruneOutcomes finds the outcomes past their retention by time.
+		Component: "character", Version: 7, Name: "index on the time of tick outcomes",
+		Up: func(tx *gorm.DB) error {
+			return tx.Exec("CREATE INDEX IF NOT EXISTS idx_outcomes_at ON tick_outcomes (at)").Error
+		},
 	}}
 }
 
@@ -1170,4 +1176,18 @@ func (s *Store) LatestMessageID(ctx context.Context, id string) (int64, error) {
 		return 0, nil
 	}
 	return *n, nil
+}
+
+// HasMessagesAfter reports whether NPC id has a message newer than after,
+// leaving out the ids in except.
+func (s *Store) HasMessagesAfter(ctx context.Context, id string, after int64, except ...int64) (bool, error) {
+	q := s.q(ctx).Model(&Message{}).Select("id").Where("character_id = ? AND id > ?", id, after)
+	if len(except) > 0 {
+		q = q.Where("id NOT IN ?", except)
+	}
+	var ids []int64
+	if err := q.Limit(1).Pluck("id", &ids).Error; err != nil {
+		return false, fmt.Errorf("messages of %q after %d: %w", id, after, err)
+	}
+	return len(ids) > 0, nil
 }

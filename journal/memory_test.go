@@ -385,3 +385,68 @@ func TestSnippet(t *testing.T) {
 		})
 	}
 }
+
+// AddMemories writes a batch as AddMemory would one memory after the other:
+// each memory of a slot supersedes what is current in it when it comes,
+// earlier memories of the same batch included; all share one revision.
+func TestAddMemoriesIsAddMemoryInTurn(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	old := &Memory{Content: "Bob has a sword", Entity: "bob", Key: "sword", GameTime: t0}
+	if _, err := e.jour.AddMemory(ctx, "brom", old); err != nil {
+		t.Fatal(err)
+	}
+	other := &Memory{Content: "Ann has a sword", Entity: "ann", Key: "sword", GameTime: t0}
+	if _, err := e.jour.AddMemory(ctx, "brom", other); err != nil {
+		t.Fatal(err)
+	}
+	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	batch := []*Memory{
+		{Content: "Bob sold his sword", Entity: "bob", Key: "sword", GameTime: at(1)},
+		{Content: "It rained all day", GameTime: at(2)},
+		{Content: "Bob bought an axe instead of a sword", Entity: "bob", Key: "sword", GameTime: at(3)},
+		{Content: "Bob lives by the mill", Entity: "bob", Key: "home", GameTime: at(4)},
+	}
+	sup, err := e.jour.AddMemories(ctx, "brom", batch...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]int64{{old.ID}, nil, {batch[0].ID}, nil}, sup, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("superseded (-want +got):\n%s", diff)
+	}
+	for i, m := range batch {
+		if m.ID == 0 || (i > 0 && m.ID <= batch[i-1].ID) {
+			t.Fatalf("ids %d, %d: want new ids in order", batch[max(i-1, 0)].ID, m.ID)
+		}
+		if m.Rev != batch[0].Rev || m.Rev <= other.Rev {
+			t.Errorf("memory %d rev %d, want the batch's one revision after %d", i, m.Rev, other.Rev)
+		}
+	}
+	want := map[int64]struct {
+		by int64
+		at time.Time
+	}{old.ID: {batch[0].ID, at(1)}, batch[0].ID: {batch[2].ID, at(3)}}
+	all, err := e.jour.Memories(ctx, "brom", MemoryQuery{Superseded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 6 {
+		t.Fatalf("%d memories, want 6", len(all))
+	}
+	for _, m := range all {
+		w, superseded := want[m.ID]
+		switch {
+		case superseded && (m.SupersededBy == nil || *m.SupersededBy != w.by || !m.SupersededAt.Equal(w.at)):
+			t.Errorf("memory %d (%s) superseded by %v at %v, want by %d at %v", m.ID, m.Content, m.SupersededBy, m.SupersededAt, w.by, w.at)
+		case !superseded && !m.Current():
+			t.Errorf("memory %d (%s) was superseded", m.ID, m.Content)
+		}
+	}
+	// A bad memory stores none of its batch.
+	if _, err := e.jour.AddMemories(ctx, "brom", &Memory{Content: "fine"}, &Memory{Content: "  "}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("batch with an empty memory: %v, want ErrInvalid", err)
+	}
+	if n, _, _ := e.jour.CountMemories(ctx, "brom"); n != 4 {
+		t.Errorf("%d current memories after the refused batch, want 4", n)
+	}
+}

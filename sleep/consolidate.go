@@ -247,6 +247,9 @@ func (c *Consolidator) Consolidate(ctx context.Context, ch *character.Character)
 				reflectOn = append(reflectOn, e)
 			}
 		}
+		if len(entries) < c.cfg.BatchSize {
+			break // the last batch; entries written since wait for the next sleep
+		}
 	}
 	if c.cfg.ReflectionImportance > 0 && weight >= c.cfg.ReflectionImportance {
 		if err := c.reflect(ctx, ch, reflectOn); err != nil {
@@ -315,7 +318,6 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 		}
 	}
 	now := c.deps.Clock.Now().UTC()
-	added := map[string]int64{}
 	return c.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		js := c.deps.Journal.WithTx(tx)
 		cs := c.deps.Characters.WithTx(tx)
@@ -329,6 +331,18 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 		if err != nil {
 			return err
 		}
+		// The batch's writes go out together: the new memories in one
+		// insert, the profile facts in another, whatever their number.
+		type cite struct {
+			id, of int64 // the memory cited again: id, or that added for fact of-1
+			src    character.Sources
+		}
+		var (
+			cites  []cite
+			ms     []*journal.Memory
+			addIdx = map[string]int{} // content hash → index in ms
+			pfs    []character.Fact
+		)
 		for i, f := range facts {
 			var src character.Sources
 			src.JournalIDs = append(src.JournalIDs, f.Sources...)
@@ -343,43 +357,58 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 			kept := dup[i]
 			if ms := same[hash]; len(ms) > 0 {
 				kept = ms[0].ID
-			} else if id, ok := added[hash]; ok {
-				kept = id
+			} else if j, ok := addIdx[hash]; ok {
+				res.Skipped++
+				cites = append(cites, cite{of: int64(j) + 1, src: src})
+				continue
 			}
 			if kept != 0 {
 				res.Skipped++
-				if err := js.CiteMore(ctx, ch.ID, kept, src); err != nil {
-					return err
-				}
+				cites = append(cites, cite{id: kept, src: src})
 				continue
 			}
 			entity := character.EntityKey(f.Entity)
 			if notEntities[entity] {
 				entity = ""
 			}
-			m := &journal.Memory{Content: f.Content, Entity: entity, Key: f.Key, Importance: f.Importance,
-				Sources: store.NewJSON(dedupe(src)), GameTime: gameTime}
-			superseded, err := js.AddMemory(ctx, ch.ID, m)
-			if err != nil {
-				return err
-			}
-			added[hash] = m.ID
-			res.Added++
-			if len(superseded) > 0 {
-				res.Superseded++
-			}
+			addIdx[hash] = len(ms)
+			ms = append(ms, &journal.Memory{Content: f.Content, Entity: entity, Key: f.Key, Importance: f.Importance,
+				Sources: store.NewJSON(dedupe(src)), GameTime: gameTime})
 			// A profile holds beliefs about someone that can be revised (a
 			// slot) or that matter; everything else is a memory only.
-			if !profileWorthy(f, ch) {
-				continue
+			if profileWorthy(f, ch) {
+				pfs = append(pfs, character.Fact{Entity: f.Entity, Key: f.Key, Content: f.Content, Source: "consolidation",
+					ValidFrom: gameTime, Sources: store.NewJSON(dedupe(src))})
 			}
-			_, action, err := cs.AddFact(ctx, ch.ID, character.Fact{Entity: f.Entity, Key: f.Key, Content: f.Content, Source: "consolidation",
-				ValidFrom: gameTime, Sources: store.NewJSON(dedupe(src))})
+		}
+		superseded, err := js.AddMemories(ctx, ch.ID, ms...)
+		if err != nil {
+			return err
+		}
+		res.Added += len(ms)
+		for _, sup := range superseded {
+			if len(sup) > 0 {
+				res.Superseded++
+			}
+		}
+		for _, c := range cites {
+			id := c.id
+			if c.of > 0 {
+				id = ms[c.of-1].ID
+			}
+			if err := js.CiteMore(ctx, ch.ID, id, c.src); err != nil {
+				return err
+			}
+		}
+		if len(pfs) > 0 {
+			_, actions, err := cs.AddFacts(ctx, ch.ID, pfs...)
 			if err != nil {
 				return err
 			}
-			if action != character.FactSkipped {
-				res.ProfilesUpdated++
+			for _, a := range actions {
+				if a != character.FactSkipped {
+					res.ProfilesUpdated++
+				}
 			}
 		}
 		ids := make([]int64, len(entries))
@@ -499,7 +528,11 @@ func (c *Consolidator) reflect(ctx context.Context, ch *character.Character, ent
 	}
 	// A reflection cites the events behind its entries too, so a search
 	// that finds it points at what happened.
-	src, err = c.deps.Journal.Provenance(ctx, ch.ID, src)
+	byID := make(map[int64]journal.Entry, len(top))
+	for _, e := range top {
+		byID[e.ID] = e
+	}
+	src, err = provenance(ctx, c.deps.Journal, ch.ID, src, byID)
 	if err != nil {
 		return err
 	}

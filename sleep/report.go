@@ -34,3 +34,12 @@ type Consolidation struct {
 	Reflections     int    // reflection entries written
 	Extractor       string // llm or fallback
 }
+
+// summaryID is the id of the summary message the sleep's compaction wrote,
+// or 0.
+func (r *Report) summaryID() int64 {
+	if r.Compaction == nil {
+		return 0
+	}
+	return r.Compaction.SummaryMessageID
+}

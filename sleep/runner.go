@@ -161,7 +161,20 @@ func (r *Runner) sleep(ctx context.Context, id string) (*Report, error) {
 			if err := cs.Still(ctx, c); err != nil {
 				return err
 			}
-			return cs.UpdateState(ctx, id, map[string]any{"sleep_mark": latest, "last_sleep_at": r.deps.Clock.Now().UTC()})
+			mark := latest
+			// The summary this sleep wrote is no news for the next one:
+			// unless a tick wrote meanwhile, the mark passes it, so that a
+			// sleep with nothing new since is skipped.
+			if sum := rep.summaryID(); sum > latest {
+				newer, err := cs.HasMessagesAfter(ctx, id, latest, sum)
+				if err != nil {
+					return err
+				}
+				if !newer {
+					mark = sum
+				}
+			}
+			return cs.UpdateState(ctx, id, map[string]any{"sleep_mark": mark, "last_sleep_at": r.deps.Clock.Now().UTC()})
 		})
 	})
 	if err != nil {

@@ -34,6 +34,11 @@ type Options struct {
 	BusyTimeout time.Duration
 	// MaxOpenConns bounds the connection pool; default 8 for SQLite, 16 for PostgreSQL.
 	MaxOpenConns int
+	// WriteWait is the longest an SQLite write waits for the other writers
+	// of this process, which queue in order (see writeGate); default 30s.
+	// Past it the write fails with ErrWriteWait. Other processes writing
+	// the same file are waited for by BusyTimeout.
+	WriteWait time.Duration
 }
 
 // Open connects to the database named by dsn: for SQLite a file path (":memory:"
@@ -54,7 +59,21 @@ func Open(ctx context.Context, dsn string, opt Options) (*gorm.DB, error) {
 		if inMemory(dsn) {
 			return nil, fmt.Errorf("store: sqlite needs a file path, got %q", dsn)
 		}
-		db, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: sqliteDSN(dsn, opt)}), cfg)
+		if opt.ReadOnly {
+			db, err = gorm.Open(sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: sqliteDSN(dsn, opt)}), cfg)
+			break
+		}
+		wait := opt.WriteWait
+		if wait <= 0 {
+			wait = 30 * time.Second
+		}
+		pool, perr := openGated("sqlite", sqliteDSN(dsn, opt), wait)
+		if perr != nil {
+			return nil, fmt.Errorf("store: open: %w", perr)
+		}
+		if db, err = gorm.Open(sqlite.New(sqlite.Config{Conn: pool}), cfg); err != nil {
+			pool.Close()
+		}
 	case DriverPostgres:
 		db, err = gorm.Open(postgres.Open(dsn), cfg)
 	default:

@@ -227,6 +227,33 @@ func TestSleepCompactionDoesNotBlockTicks(t *testing.T) {
 	if totals.LiveTokens != c.State.LiveTokens || totals.LiveMessages != c.State.LiveMessages {
 		t.Fatalf("running totals drifted: %+v vs %+v", c.State, totals)
 	}
+	// The mark stays before what the ticks wrote during the sleep, so the
+	// next sleep looks at it.
+	if c.State.SleepMark != written {
+		t.Fatalf("sleep mark %d, want %d: the messages written during the sleep are news for the next one", c.State.SleepMark, written)
+	}
+}
+
+// A sleep whose only write to the history is its own compaction's summary
+// leaves nothing for the next sleep: that one is skipped.
+func TestSleepAfterACompactionWithNothingNewIsSkipped(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	fillPastSleepThreshold(t, env)
+	rep, err := env.eng.Sleep(ctx, "brom")
+	if err != nil || rep.Compaction == nil {
+		t.Fatalf("first sleep = %+v, %v; want a compaction", rep, err)
+	}
+	if rep, err = env.eng.Sleep(ctx, "brom"); err != nil || !rep.Skipped {
+		t.Fatalf("second sleep = %+v, %v; want skipped", rep, err)
+	}
+	say(t, env, "alice", "Good morning!")
+	if rep, err = env.eng.Sleep(ctx, "brom"); err != nil || rep.Skipped {
+		t.Fatalf("sleep after a tick = %+v, %v; want it not skipped", rep, err)
+	}
 }
 
 // A fact said before three real compactions is still found by the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-co-op/gocron/v2"
 	"github.com/jonboulle/clockwork"
 	"github.com/rs/zerolog"
 	"gorm.io/gorm"
@@ -45,6 +46,11 @@ type app struct {
 	metrics   *api.Metrics
 	server    *api.Server
 	readOnly  bool
+	clock     clockwork.Clock
+	// upkeep runs the daemon's housekeeping on a schedule (pruning tick
+	// outcomes); nil until startUpkeep. stopUpkeep ends its work.
+	upkeep     gocron.Scheduler
+	stopUpkeep context.CancelFunc
 }
 
 // appOptions adjust the wiring for commands other than serve.
@@ -117,6 +123,7 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
+	a.clock = clock
 	a.metrics = api.NewMetrics()
 	a.metrics.WatchStore(
 		func(ctx context.Context) (float64, error) {
@@ -292,6 +299,65 @@ func (a *app) keepWALSmall(ctx context.Context, every time.Duration) {
 	}
 }
 
+// Pruning of tick outcomes past their retention.
+const (
+	// outcomePruneEvery is how often the daemon prunes.
+	outcomePruneEvery = 10 * time.Minute
+	// outcomePruneBatch bounds one pruning statement, each its own short
+	// transaction, so ticks commit between batches.
+	outcomePruneBatch = 1000
+)
+
+// pruneOutcomes deletes the tick outcomes older than the retention, in
+// batches, and returns how many it deleted. With no retention it does
+// nothing.
+func (a *app) pruneOutcomes(ctx context.Context) (int, error) {
+	if a.cfg.OutcomeRetention <= 0 {
+		return 0, nil
+	}
+	cutoff := a.clock.Now().Add(-a.cfg.OutcomeRetention)
+	total := 0
+	for {
+		n, err := a.chars.PruneOutcomes(ctx, cutoff, outcomePruneBatch)
+		total += n
+		if err != nil || n < outcomePruneBatch || ctx.Err() != nil {
+			return total, err
+		}
+	}
+}
+
+// startUpkeep schedules the daemon's housekeeping with gocron, on the
+// app's clock: pruning tick outcomes past their retention at start and
+// every outcomePruneEvery. close stops it.
+func (a *app) startUpkeep() error {
+	if a.readOnly || a.cfg.OutcomeRetention <= 0 {
+		return nil
+	}
+	s, err := gocron.NewScheduler(gocron.WithClock(a.clock))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	prune := func() {
+		n, err := a.pruneOutcomes(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			a.log.Warn().Err(err).Int("deleted", n).Msg("pruning tick outcomes failed")
+		case n > 0:
+			a.log.Debug().Int("deleted", n).Dur("retention", a.cfg.OutcomeRetention).Msg("tick outcomes pruned")
+		}
+	}
+	if _, err := s.NewJob(gocron.DurationJob(outcomePruneEvery), gocron.NewTask(prune), gocron.WithName("prune-outcomes"),
+		gocron.WithSingletonMode(gocron.LimitModeReschedule), gocron.WithStartAt(gocron.WithStartImmediately())); err != nil {
+		cancel()
+		s.Shutdown()
+		return err
+	}
+	a.upkeep, a.stopUpkeep = s, cancel
+	s.Start()
+	return nil
+}
+
 // walSize is the size of the write-ahead log of the SQLite file dsn, 0 when
 // there is none.
 func walSize(dsn string) int64 {
@@ -306,6 +372,10 @@ func walSize(dsn string) int64 {
 // close stops the schedules, finishes in-flight work and closes the database.
 func (a *app) close(ctx context.Context) error {
 	var errs []error
+	if a.upkeep != nil {
+		a.stopUpkeep()
+		errs = append(errs, a.upkeep.Shutdown())
+	}
 	if a.scheduler != nil { // its goroutine runs from creation, started or not
 		errs = append(errs, a.scheduler.Shutdown())
 	}

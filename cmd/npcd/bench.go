@@ -33,7 +33,12 @@ func benchHarness() bench.Harness {
 				return nil, nil, err
 			}
 			w := &bench.World{Engine: a.engine, Chars: a.chars, Journal: a.journal, Retriever: a.retriever}
-			return w, func() { a.close(context.Background()); drop() }, nil
+			// The daemon's upkeep runs as in npcd serve: the write-ahead
+			// log is checkpointed under the measured load too.
+			walCtx, stopWAL := context.WithCancel(context.Background())
+			walDone := make(chan struct{})
+			go func() { defer close(walDone); a.keepWALSmall(walCtx, cfg.WALCheckpoint) }()
+			return w, func() { stopWAL(); <-walDone; a.close(context.Background()); drop() }, nil
 		},
 		Serve: func(ctx context.Context, maxCalls int) (string, func(), error) {
 			cfg, drop, err := benchDB(ctx, "")

@@ -70,6 +70,11 @@ type Config struct {
 	// WALCheckpoint is how often the daemon checkpoints and truncates
 	// SQLite's write-ahead log (NPCD_WAL_CHECKPOINT); default 1m.
 	WALCheckpoint time.Duration
+	// OutcomeRetention is how long the daemon keeps each tick's stored
+	// answer (what idempotency keys, GET of a tick and the action feed
+	// read) before pruning it (NPCD_OUTCOME_RETENTION); default 7 days,
+	// 0 keeps them forever.
+	OutcomeRetention time.Duration
 	// LeaseTTL is how long an NPC's lease lasts unless renewed: how long
 	// the NPCs of a daemon that died wait for another daemon sharing the
 	// database (NPCD_LEASE_TTL); default 15s, renewed every third of it.
@@ -79,13 +84,16 @@ type Config struct {
 	LeaseWait time.Duration
 }
 
+// DefaultOutcomeRetention is how long tick answers are kept by default.
+const DefaultOutcomeRetention = 7 * 24 * time.Hour
+
 // defaultConfig returns the embedded defaults.
 func defaultConfig() Config {
 	return Config{
 		Addr: "127.0.0.1:8740", DB: "./npcd.db", DBDriver: store.DriverSQLite,
 		LLMTimeout: 60 * time.Second, MaxConcurrentCalls: 8, TickTimeout: 2 * time.Minute,
 		MaxBodyBytes: 1 << 20, SleepCron: "0 3 * * *", SleepTimezone: "UTC", ShutdownTimeout: 30 * time.Second,
-		LogLevel: "info", LogFormat: "json", IndexCacheMB: 128, WALCheckpoint: time.Minute,
+		LogLevel: "info", LogFormat: "json", IndexCacheMB: 128, WALCheckpoint: time.Minute, OutcomeRetention: DefaultOutcomeRetention,
 		LeaseTTL: lease.DefaultTTL, LeaseWait: lease.DefaultWait,
 	}
 }
@@ -152,6 +160,7 @@ var envVars = []envVar{
 		return nil
 	}},
 	{"NPCD_WAL_CHECKPOINT", "", "how often SQLite's write-ahead log is checkpointed and truncated", setDur(func(c *Config) *time.Duration { return &c.WALCheckpoint })},
+	{"NPCD_OUTCOME_RETENTION", "", "how long tick answers are kept for idempotency-key retries, GET of a tick and the action feed (0: forever)", setDur(func(c *Config) *time.Duration { return &c.OutcomeRetention })},
 	{"NPCD_LEASE_TTL", "", "how long an NPC's lease outlives a daemon that died (daemons sharing a database)", setDur(func(c *Config) *time.Duration { return &c.LeaseTTL })},
 	{"NPCD_LEASE_WAIT", "", "how long a request waits for an NPC another daemon holds before 409 npc_busy", setDur(func(c *Config) *time.Duration { return &c.LeaseWait })},
 }
@@ -236,6 +245,8 @@ func (c *Config) Validate() error {
 		return errors.New("index-cache-mb (NPCD_INDEX_CACHE_MB): must be between 1 and 1048576")
 	case c.WALCheckpoint < time.Second:
 		return errors.New("wal-checkpoint (NPCD_WAL_CHECKPOINT): must be at least 1s")
+	case c.OutcomeRetention != 0 && c.OutcomeRetention < time.Hour:
+		return errors.New("outcome-retention (NPCD_OUTCOME_RETENTION): must be 0 (keep forever) or at least 1h")
 	case c.LeaseTTL < time.Second || c.LeaseTTL > time.Hour:
 		return errors.New("lease-ttl (NPCD_LEASE_TTL): must be between 1s and 1h")
 	case c.LeaseWait < 0 || c.LeaseWait > time.Minute:

@@ -83,6 +83,10 @@ func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- strin
 		a.close(context.Background())
 		return fmt.Errorf("sleep schedules: %w", err)
 	}
+	if err := a.startUpkeep(); err != nil {
+		a.close(context.Background())
+		return fmt.Errorf("housekeeping schedule: %w", err)
+	}
 	// Input posted before a restart to NPCs with auto-tick is answered
 	// without waiting for more.
 	if n, err := a.engine.ResumeAutoTicks(ctx); err != nil {

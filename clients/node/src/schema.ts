@@ -189,6 +189,9 @@ export interface paths {
          *     game) returns the answer stored under that key, byte for byte the same
          *     fields, and ticks nothing, even while the first call is still running;
          *     an idle answer given under a key is kept too, so its retry is idle again.
+         *     Stored answers are kept for the daemon's outcome retention
+         *     (NPCD_OUTCOME_RETENTION, default 7 days): a key retried later than that
+         *     is a new tick.
          */
         post: operations["tick"];
         delete?: never;
@@ -250,7 +253,8 @@ export interface paths {
          * A committed tick's answer, again
          * @description What the tick answered when it committed, stored in the same transaction:
          *     a game whose call timed out, or that restarted, gets the actions it missed.
-         *     Idle ticks are not stored; an unknown tick is 404.
+         *     Idle ticks are not stored; an unknown tick, or one older than the outcome
+         *     retention (NPCD_OUTCOME_RETENTION, default 7 days), is 404.
          */
         get: operations["getTick"];
         put?: never;
@@ -276,7 +280,10 @@ export interface paths {
          *     response's cursor once it has handled the ticks and passes it as `after`
          *     next time, also after a restart: it then sees every committed tick at
          *     least once, each NPC's in tick order (a tick handled but whose cursor was
-         *     not stored is delivered again; npc and tick tell the duplicate).
+         *     not stored is delivered again; npc and tick tell the duplicate), as long
+         *     as it comes back within the outcome retention (NPCD_OUTCOME_RETENTION,
+         *     default 7 days): older ticks are pruned, and a cursor from before them
+         *     reads on from the oldest tick kept (cursors are never reused).
          */
         get: operations["actions"];
         put?: never;

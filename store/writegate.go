@@ -1,0 +1,413 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrWriteWait is a write that waited too long for its turn at an SQLite
+// database's single writer.
+var ErrWriteWait = errors.New("store: timed out waiting to write")
+
+// SQLite has one writer at a time. Left to itself, a writer that finds the
+// database locked sleeps in SQLite's busy handler (1, 2, 5 … 100 ms at a
+// time) and retries, so under load writers sleep while the lock is free,
+// come in no particular order, and the unlucky ones fail with "database is
+// locked" once their busy timeout is spent. A writeGate queues the writers
+// of one process in Go instead: a transaction (every SQLite transaction
+// npcd opens is BEGIN IMMEDIATE, a writer) takes the gate before BEGIN and
+// gives it back at COMMIT or ROLLBACK, and a write statement outside a
+// transaction holds it while it runs. Waiters go through in the order they
+// came, and the next one starts the moment the gate is free. Reads outside
+// transactions never take it: in WAL mode they do not wait for the writer.
+// The busy handler still settles what the gate cannot see: other processes
+// sharing the file.
+type writeGate struct {
+	turn chan struct{} // holds a token while a writer has the gate
+	wait time.Duration // the longest a writer waits for its turn
+}
+
+func newWriteGate(wait time.Duration) *writeGate {
+	return &writeGate{turn: make(chan struct{}, 1), wait: wait}
+}
+
+// acquire waits for the gate, for ctx to end or for g.wait to pass, and
+// returns the function that gives the gate back (safe to call twice).
+func (g *writeGate) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case g.turn <- struct{}{}:
+	default:
+		t := time.NewTimer(g.wait)
+		defer t.Stop()
+		select {
+		case g.turn <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, fmt.Errorf("%w: waited %s for the other writers of the database", ErrWriteWait, g.wait)
+		}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-g.turn }) }, nil
+}
+
+// writes reports whether an SQL statement run outside a transaction may
+// write, and so must hold the gate: anything but a read. A statement this
+// cannot tell is taken for a write: serializing a read costs a little
+// time, while a write outside the gate would only fall back to SQLite's
+// busy handler.
+func writes(query string) bool {
+	q := skipSpaceAndComments(query)
+	end := strings.IndexFunc(q, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_') })
+	if end < 0 {
+		end = len(q)
+	}
+	switch strings.ToUpper(q[:end]) {
+	case "SELECT", "VALUES", "EXPLAIN":
+		return false
+	case "PRAGMA":
+		// A checkpoint takes the write lock; other pragmas npcd runs
+		// outside transactions read or set connection state.
+		return strings.Contains(strings.ToLower(q), "wal_checkpoint")
+	case "WITH":
+		u := strings.ToUpper(q)
+		for _, w := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
+			if strings.Contains(u, w) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// skipSpaceAndComments returns q without its leading blanks, "--" line
+// comments and "/* */" comments.
+func skipSpaceAndComments(q string) string {
+	for {
+		q = strings.TrimLeft(q, " \t\r\n(")
+		switch {
+		case strings.HasPrefix(q, "--"):
+			i := strings.IndexByte(q, '\n')
+			if i < 0 {
+				return ""
+			}
+			q = q[i+1:]
+		case strings.HasPrefix(q, "/*"):
+			i := strings.Index(q, "*/")
+			if i < 0 {
+				return ""
+			}
+			q = q[i+2:]
+		default:
+			return q
+		}
+	}
+}
+
+// gatedConnector opens connections of an SQLite driver whose writes go
+// through gate.
+type gatedConnector struct {
+	drv  driver.Driver
+	dsn  string
+	gate *writeGate
+}
+
+func (c *gatedConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &gatedConn{inner: conn, gate: c.gate}, nil
+}
+
+func (c *gatedConnector) Driver() driver.Driver { return c.drv }
+
+// openGated opens an SQLite pool (driver name drv, as registered) whose
+// writers in this process queue at one gate, waiting at most wait each.
+func openGated(drv, dsn string, wait time.Duration) (*sql.DB, error) {
+	probe, err := sql.Open(drv, dsn) // connects to nothing: only names the driver
+	if err != nil {
+		return nil, err
+	}
+	d := probe.Driver()
+	probe.Close()
+	return sql.OpenDB(&gatedConnector{drv: d, dsn: dsn, gate: newWriteGate(wait)}), nil
+}
+
+// gatedConn is a connection whose transactions and writes hold the gate.
+// database/sql uses a connection from one goroutine at a time.
+type gatedConn struct {
+	inner driver.Conn
+	gate  *writeGate
+	inTx  bool // a transaction of this connection holds the gate
+}
+
+var (
+	_ driver.Conn               = (*gatedConn)(nil)
+	_ driver.ConnBeginTx        = (*gatedConn)(nil)
+	_ driver.ConnPrepareContext = (*gatedConn)(nil)
+	_ driver.ExecerContext      = (*gatedConn)(nil)
+	_ driver.QueryerContext     = (*gatedConn)(nil)
+	_ driver.Pinger             = (*gatedConn)(nil)
+	_ driver.SessionResetter    = (*gatedConn)(nil)
+	_ driver.Validator          = (*gatedConn)(nil)
+)
+
+func (c *gatedConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *gatedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	var (
+		s   driver.Stmt
+		err error
+	)
+	if p, ok := c.inner.(driver.ConnPrepareContext); ok {
+		s, err = p.PrepareContext(ctx, query)
+	} else {
+		s, err = c.inner.Prepare(query)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &gatedStmt{inner: s, conn: c, write: writes(query)}, nil
+}
+
+func (c *gatedConn) Close() error { return c.inner.Close() }
+
+func (c *gatedConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (c *gatedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	release, err := c.gate.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var tx driver.Tx
+	if b, ok := c.inner.(driver.ConnBeginTx); ok {
+		tx, err = b.BeginTx(ctx, opts)
+	} else {
+		tx, err = c.inner.Begin() //nolint:staticcheck // the driver has nothing else
+	}
+	if err != nil {
+		release()
+		return nil, err
+	}
+	c.inTx = true
+	return &gatedTx{inner: tx, done: func() { c.inTx = false; release() }}, nil
+}
+
+// enter takes the gate for a statement run outside a transaction, when it
+// writes; the function it returns gives it back.
+func (c *gatedConn) enter(ctx context.Context, write bool) (func(), error) {
+	if c.inTx || !write {
+		return func() {}, nil
+	}
+	return c.gate.acquire(ctx)
+}
+
+func (c *gatedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	e, ok := c.inner.(driver.ExecerContext)
+	if !ok {
+		return nil, driver.ErrSkip
+	}
+	release, err := c.enter(ctx, writes(query))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return e.ExecContext(ctx, query, args)
+}
+
+func (c *gatedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := c.inner.(driver.QueryerContext)
+	if !ok {
+		return nil, driver.ErrSkip
+	}
+	release, err := c.enter(ctx, writes(query))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, query, args)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &gatedRows{Rows: rows, release: release}, nil
+}
+
+func (c *gatedConn) Ping(ctx context.Context) error {
+	if p, ok := c.inner.(driver.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+func (c *gatedConn) ResetSession(ctx context.Context) error {
+	if r, ok := c.inner.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *gatedConn) IsValid() bool {
+	if v, ok := c.inner.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+// gatedTx gives the gate back when the transaction ends.
+type gatedTx struct {
+	inner driver.Tx
+	done  func()
+}
+
+func (t *gatedTx) Commit() error {
+	defer t.done()
+	return t.inner.Commit()
+}
+
+func (t *gatedTx) Rollback() error {
+	defer t.done()
+	return t.inner.Rollback()
+}
+
+// gatedStmt is a prepared statement whose writes outside a transaction
+// hold the gate.
+type gatedStmt struct {
+	inner driver.Stmt
+	conn  *gatedConn
+	write bool
+}
+
+func (s *gatedStmt) Close() error  { return s.inner.Close() }
+func (s *gatedStmt) NumInput() int { return s.inner.NumInput() }
+
+func (s *gatedStmt) Exec(args []driver.Value) (driver.Result, error) {
+	release, err := s.conn.enter(context.Background(), s.write)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return s.inner.Exec(args) //nolint:staticcheck // the fallback database/sql itself uses
+}
+
+func (s *gatedStmt) Query(args []driver.Value) (driver.Rows, error) {
+	release, err := s.conn.enter(context.Background(), s.write)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.inner.Query(args) //nolint:staticcheck // the fallback database/sql itself uses
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &gatedRows{Rows: rows, release: release}, nil
+}
+
+func (s *gatedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	e, ok := s.inner.(driver.StmtExecContext)
+	if !ok {
+		vs, err := values(args)
+		if err != nil {
+			return nil, err
+		}
+		return s.Exec(vs)
+	}
+	release, err := s.conn.enter(ctx, s.write)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return e.ExecContext(ctx, args)
+}
+
+func (s *gatedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := s.inner.(driver.StmtQueryContext)
+	if !ok {
+		vs, err := values(args)
+		if err != nil {
+			return nil, err
+		}
+		return s.Query(vs)
+	}
+	release, err := s.conn.enter(ctx, s.write)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, args)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &gatedRows{Rows: rows, release: release}, nil
+}
+
+func values(args []driver.NamedValue) ([]driver.Value, error) {
+	vs := make([]driver.Value, len(args))
+	for i, a := range args {
+		if a.Name != "" {
+			return nil, errors.New("store: named arguments are not supported")
+		}
+		vs[i] = a.Value
+	}
+	return vs, nil
+}
+
+// gatedRows holds the gate until the rows of a write (INSERT … RETURNING)
+// are closed: the statement's implicit transaction ends with it. It passes
+// on the column type information database/sql asks drivers' rows for.
+type gatedRows struct {
+	driver.Rows
+	release func()
+}
+
+func (r *gatedRows) Close() error {
+	defer r.release()
+	return r.Rows.Close()
+}
+
+func (r *gatedRows) ColumnTypeDatabaseTypeName(i int) string {
+	if c, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return c.ColumnTypeDatabaseTypeName(i)
+	}
+	return ""
+}
+
+func (r *gatedRows) ColumnTypeLength(i int) (int64, bool) {
+	if c, ok := r.Rows.(driver.RowsColumnTypeLength); ok {
+		return c.ColumnTypeLength(i)
+	}
+	return 0, false
+}
+
+func (r *gatedRows) ColumnTypeNullable(i int) (nullable, ok bool) {
+	if c, ok := r.Rows.(driver.RowsColumnTypeNullable); ok {
+		return c.ColumnTypeNullable(i)
+	}
+	return false, false
+}
+
+func (r *gatedRows) ColumnTypePrecisionScale(i int) (precision, scale int64, ok bool) {
+	if c, ok := r.Rows.(driver.RowsColumnTypePrecisionScale); ok {
+		return c.ColumnTypePrecisionScale(i)
+	}
+	return 0, 0, false
+}
+
+func (r *gatedRows) ColumnTypeScanType(i int) reflect.Type {
+	if c, ok := r.Rows.(driver.RowsColumnTypeScanType); ok {
+		return c.ColumnTypeScanType(i)
+	}
+	return reflect.TypeFor[any]()
+}
