@@ -240,21 +240,36 @@ const marksSQL = `SELECT characters.game_time,
 	EXISTS (SELECT 1 FROM entries WHERE entries.character_id = ? AND entries.id > ?)
 	FROM (SELECT 1 AS one) AS one LEFT JOIN characters ON characters.id = ?`
 
+// newMessagesSQL reads an NPC's searchable messages above an id. state IN
+// (...) lets SQLite seek the (character_id, state, id) index for both
+// states instead of walking every row of the NPC.
+const newMessagesSQL = `SELECT id, role, content, game_time, event_refs FROM messages
+	WHERE character_id = ? AND state IN ? AND id > ? AND summary = ? AND content <> '' AND role IN ? ORDER BY id`
+
 func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
-	var msgs []struct {
+	type msg struct {
 		ID        int64
 		Role      string
 		Content   string
 		GameTime  time.Time
-		EventRefs *string
+		EventRefs sql.NullString
 	}
-	// state IN (...) lets SQLite seek the (character_id, state, id) index
-	// for both states instead of walking every row of the NPC.
-	err := r.store.r(ctx).Model(&character.Message{}).Select("id, role, content, game_time, event_refs").
-		Where("character_id = ? AND state IN ? AND id > ? AND summary = ? AND content <> '' AND role IN ?",
-			x.npc, []string{character.StateLive, character.StateArchived}, x.lastMsg, false, searchableRoles).
-		Order("id").Scan(&msgs).Error
+	// Scanned by hand: every search runs this, and gorm's scanning costs
+	// more than the few rows a tick adds.
+	rows, err := r.store.r(ctx).Raw(newMessagesSQL, x.npc, []string{character.StateLive, character.StateArchived}, x.lastMsg, false, searchableRoles).Rows()
 	if err != nil {
+		return fmt.Errorf("index messages of %q: %w", x.npc, err)
+	}
+	defer rows.Close()
+	var msgs []msg
+	for rows.Next() {
+		var m msg
+		if err := rows.Scan(&m.ID, &m.Role, &m.Content, &m.GameTime, &m.EventRefs); err != nil {
+			return fmt.Errorf("index messages of %q: %w", x.npc, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
 		return fmt.Errorf("index messages of %q: %w", x.npc, err)
 	}
 	// The few messages a tick added are what the next searches show most:
@@ -264,8 +279,8 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	for _, m := range msgs {
 		if keep {
 			row := msgRow{ID: m.ID, CharacterID: x.npc, Content: m.Content, GameTime: m.GameTime}
-			if m.EventRefs != nil && *m.EventRefs != "" {
-				if err := row.EventRefs.Scan(*m.EventRefs); err != nil {
+			if m.EventRefs.String != "" {
+				if err := row.EventRefs.Scan(m.EventRefs.String); err != nil {
 					return fmt.Errorf("index messages of %q: event refs of %d: %w", x.npc, m.ID, err)
 				}
 			}
