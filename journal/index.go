@@ -212,17 +212,25 @@ func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
 	}
 	x.gameTime = gameTime.Time
 	if newEntries {
-		var entries []struct {
-			ID         int64
-			Content    string
-			Importance int
-			GameTime   time.Time
+		// A first load of a whole journal keeps none, and does not read
+		// what only a result shows.
+		keep := x.lastEntry > 0
+		cols := "id, character_id, content, importance, game_time"
+		if keep {
+			cols += ", sources"
 		}
-		if err := db.Model(&Entry{}).Select("id, content, importance, game_time").
-			Where("character_id = ? AND id > ?", x.npc, x.lastEntry).Order("id").Scan(&entries).Error; err != nil {
+		var entries []Entry
+		if err := db.Select(cols).
+			Where("character_id = ? AND id > ?", x.npc, x.lastEntry).Order("id").Find(&entries).Error; err != nil {
 			return fmt.Errorf("index journal of %q: %w", x.npc, err)
 		}
+		// As with messages, the few entries a tick added are kept for the
+		// results.
+		keep = keep && len(entries) <= maxKeptNew
 		for _, e := range entries {
+			if keep {
+				x.rows.putEntry(e)
+			}
 			text := unstamped(e.Content)
 			p := x.add(item{id: e.ID, kind: kindJournal, gameTime: e.GameTime.Unix(), imp: int8(e.Importance)}, text)
 			x.pending[p] = text
