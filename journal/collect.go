@@ -286,14 +286,24 @@ func cleanSources(s character.Sources) character.Sources {
 // with the NPC in the WHERE clause SQLite may walk the NPC's whole index
 // instead.
 //
-// Messages are found in cache first, and those read are added to it.
+// Messages and journal entries are found in cache first, and those read
+// are added to it.
 func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache) (map[itemKey]*Result, error) {
 	ids := map[itemKind][]int64{}
 	var cached []msgRow
+	var es []Entry
 	for _, c := range cs {
-		if m, ok := cache.get(c.id); ok && c.kind == kindMessage {
-			cached = append(cached, m)
-			continue
+		switch c.kind {
+		case kindMessage:
+			if m, ok := cache.get(c.id); ok {
+				cached = append(cached, m)
+				continue
+			}
+		case kindJournal:
+			if e, ok := cache.getEntry(c.id); ok {
+				es = append(es, e)
+				continue
+			}
 		}
 		ids[c.kind] = append(ids[c.kind], c.id)
 	}
@@ -316,11 +326,17 @@ func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *row
 		}
 	}
 	if len(ids[kindJournal]) > 0 {
-		var es []Entry
+		var read []Entry
 		if err := db.Select("id, character_id, content, sources, game_time, importance").
-			Where("id IN ?", store.PadIn(ids[kindJournal])).Find(&es).Error; err != nil {
+			Where("id IN ?", store.PadIn(ids[kindJournal])).Find(&read).Error; err != nil {
 			return nil, fmt.Errorf("read journal of %q: %w", npc, err)
 		}
+		for _, e := range read {
+			cache.putEntry(e)
+		}
+		es = append(es, read...)
+	}
+	if len(es) > 0 {
 		for _, e := range es {
 			if e.CharacterID != npc {
 				continue

@@ -212,17 +212,25 @@ func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
 	}
 	x.gameTime = gameTime.Time
 	if newEntries {
-		var entries []struct {
-			ID         int64
-			Content    string
-			Importance int
-			GameTime   time.Time
+		// A first load of a whole journal keeps none, and does not read
+		// what only a result shows.
+		keep := x.lastEntry > 0
+		cols := "id, character_id, content, importance, game_time"
+		if keep {
+			cols += ", sources"
 		}
-		if err := db.Model(&Entry{}).Select("id, content, importance, game_time").
-			Where("character_id = ? AND id > ?", x.npc, x.lastEntry).Order("id").Scan(&entries).Error; err != nil {
+		var entries []Entry
+		if err := db.Select(cols).
+			Where("character_id = ? AND id > ?", x.npc, x.lastEntry).Order("id").Find(&entries).Error; err != nil {
 			return fmt.Errorf("index journal of %q: %w", x.npc, err)
 		}
+		// As with messages, the few entries a tick added are kept for the
+		// results.
+		keep = keep && len(entries) <= maxKeptNew
 		for _, e := range entries {
+			if keep {
+				x.rows.putEntry(e)
+			}
 			text := unstamped(e.Content)
 			p := x.add(item{id: e.ID, kind: kindJournal, gameTime: e.GameTime.Unix(), imp: int8(e.Importance)}, text)
 			x.pending[p] = text
@@ -240,21 +248,36 @@ const marksSQL = `SELECT characters.game_time,
 	EXISTS (SELECT 1 FROM entries WHERE entries.character_id = ? AND entries.id > ?)
 	FROM (SELECT 1 AS one) AS one LEFT JOIN characters ON characters.id = ?`
 
+// newMessagesSQL reads an NPC's searchable messages above an id. state IN
+// (...) lets SQLite seek the (character_id, state, id) index for both
+// states instead of walking every row of the NPC.
+const newMessagesSQL = `SELECT id, role, content, game_time, event_refs FROM messages
+	WHERE character_id = ? AND state IN ? AND id > ? AND summary = ? AND content <> '' AND role IN ? ORDER BY id`
+
 func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
-	var msgs []struct {
+	type msg struct {
 		ID        int64
 		Role      string
 		Content   string
 		GameTime  time.Time
-		EventRefs *string
+		EventRefs sql.NullString
 	}
-	// state IN (...) lets SQLite seek the (character_id, state, id) index
-	// for both states instead of walking every row of the NPC.
-	err := r.store.r(ctx).Model(&character.Message{}).Select("id, role, content, game_time, event_refs").
-		Where("character_id = ? AND state IN ? AND id > ? AND summary = ? AND content <> '' AND role IN ?",
-			x.npc, []string{character.StateLive, character.StateArchived}, x.lastMsg, false, searchableRoles).
-		Order("id").Scan(&msgs).Error
+	// Scanned by hand: every search runs this, and gorm's scanning costs
+	// more than the few rows a tick adds.
+	rows, err := r.store.r(ctx).Raw(newMessagesSQL, x.npc, []string{character.StateLive, character.StateArchived}, x.lastMsg, false, searchableRoles).Rows()
 	if err != nil {
+		return fmt.Errorf("index messages of %q: %w", x.npc, err)
+	}
+	defer rows.Close()
+	var msgs []msg
+	for rows.Next() {
+		var m msg
+		if err := rows.Scan(&m.ID, &m.Role, &m.Content, &m.GameTime, &m.EventRefs); err != nil {
+			return fmt.Errorf("index messages of %q: %w", x.npc, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
 		return fmt.Errorf("index messages of %q: %w", x.npc, err)
 	}
 	// The few messages a tick added are what the next searches show most:
@@ -264,8 +287,8 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	for _, m := range msgs {
 		if keep {
 			row := msgRow{ID: m.ID, CharacterID: x.npc, Content: m.Content, GameTime: m.GameTime}
-			if m.EventRefs != nil && *m.EventRefs != "" {
-				if err := row.EventRefs.Scan(*m.EventRefs); err != nil {
+			if m.EventRefs.String != "" {
+				if err := row.EventRefs.Scan(m.EventRefs.String); err != nil {
 					return fmt.Errorf("index messages of %q: event refs of %d: %w", x.npc, m.ID, err)
 				}
 			}

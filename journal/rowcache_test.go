@@ -104,3 +104,56 @@ func TestSearchShowsNewMessagesWithoutReadingThem(t *testing.T) {
 		t.Errorf("the kept rows show otherwise than rows read (-read +kept):\n%s", diff)
 	}
 }
+
+// TestSearchKeepsJournalEntries checks that journal entries a search
+// showed, and those written since the index was built, are shown by the
+// next search without reading them again, exactly as a fresh index shows
+// them.
+func TestSearchKeepsJournalEntries(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "brom", t0)
+	add := func(content string) {
+		t.Helper()
+		en := &Entry{Type: TypeNote, Content: content, Importance: 7, GameTime: t0}
+		en.Sources.V.EventRefs = []string{"ev-" + content[:4]}
+		if err := e.jour.Add(ctx, "brom", en); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("Alice lost her sword at the forge.")
+	r := e.retriever(t)
+	if _, err := r.Search(ctx, "brom", "sword", 5); err != nil {
+		t.Fatal(err)
+	}
+	add("Bob found a sword with a red hilt.")
+	var reads atomic.Int64
+	count := func(db *gorm.DB) {
+		if sql := strings.ReplaceAll(db.Statement.SQL.String(), `"`, "`"); strings.Contains(sql, "FROM `entries` WHERE id IN") {
+			reads.Add(1)
+		}
+	}
+	if err := e.db.Callback().Query().After("gorm:query").Register("count_entry_reads", count); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Search(ctx, "brom", "sword", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n != 0 {
+		t.Errorf("the search read journal entries %d times, want none", n)
+	}
+	if len(got) != 2 || got[0].Kind != KindJournal || len(got[0].Sources.EventRefs) == 0 {
+		t.Fatalf("search = %+v, want both entries with their sources", got)
+	}
+	cold, err := e.retriever(t).Search(ctx, "brom", "sword", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads.Load() == 0 {
+		t.Error("a fresh index read no journal entries: the test counts the wrong statement")
+	}
+	if diff := cmp.Diff(cold, got); diff != "" {
+		t.Errorf("kept entries show otherwise than entries read (-read +kept):\n%s", diff)
+	}
+}
