@@ -173,24 +173,25 @@ func cleanSummary(text string) string {
 }
 
 // chunkTranscript splits lines into chunks of at most budget tokens each, so
-// a span larger than the summarizer's window is summarized incrementally.
-func chunkTranscript(lines []string, budget int, counter *llm.Counter) [][]string {
-	var chunks [][]string
+// a span larger than the summarizer's window is summarized incrementally,
+// and the tokens of each chunk (its lines' counts, one more for each line's
+// end).
+func chunkTranscript(lines []string, budget int, counter *llm.Counter) (chunks [][]string, tokens []int) {
 	var cur []string
 	used := 0
 	for _, l := range lines {
 		n := counter.Text(l) + 1
 		if used+n > budget && len(cur) > 0 {
-			chunks = append(chunks, cur)
+			chunks, tokens = append(chunks, cur), append(tokens, used)
 			cur, used = nil, 0
 		}
 		cur = append(cur, l)
 		used += n
 	}
 	if len(cur) > 0 {
-		chunks = append(chunks, cur)
+		chunks, tokens = append(chunks, cur), append(tokens, used)
 	}
-	return chunks
+	return chunks, tokens
 }
 
 // pinnedLines returns journal lines of importance ≥ PinImportance that cite a
@@ -221,22 +222,25 @@ func (c *Compactor) Summarize(ctx context.Context, ch *character.Character, p *P
 	}
 	// What fits in one call: the NPC's window minus the answer, the
 	// instructions, the previous summary and the pinned lines.
-	room := ch.ContextWindow - p.SummaryBudget - 600 - counter.Text(previous) - counter.Text(strings.Join(pinned, "\n"))
+	pinnedTokens := counter.Text(strings.Join(pinned, "\n"))
+	room := ch.ContextWindow - p.SummaryBudget - 600 - counter.Text(previous) - pinnedTokens
 	room = max(room, 512)
-	chunks := chunkTranscript(lines, room, counter)
+	// Each line is counted once, here; a chunk's count is the sum of its
+	// lines' (one token for each line's end).
+	chunks, chunkTokens := chunkTranscript(lines, room, counter)
 
 	model := c.modelFor(ch)
 	summarizer := SummarizerLLM
 	reason := ""
 	text := previous
 	for i, chunk := range chunks {
-		pin := pinned
+		pin, pinTokens := pinned, pinnedTokens
 		if i > 0 {
-			pin = nil // already folded into the running summary
+			pin, pinTokens = nil, 0 // already folded into the running summary
 		}
 		req := llm.Request{Task: llm.TaskSummarize, Model: modelName(ch), MaxTokens: p.SummaryBudget,
 			Messages: SummaryPrompt(ch.Name, text, pin, chunk, p.Instruction, p.SummaryBudget)}
-		input := counter.Text(text) + counter.Text(strings.Join(chunk, "\n")) + counter.Text(strings.Join(pin, "\n"))
+		input := counter.Text(text) + chunkTokens[i] + pinTokens
 		out, err := c.callSummarizer(ctx, model, req, input, p.SummaryBudget, counter)
 		if err != nil {
 			if reason == "" {
