@@ -142,7 +142,7 @@ func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.T
 			}
 			args = append(args, id)
 			if !IsActorKey(key) {
-				args = append(args, id, actorKeyPrefix+"%", key)
+				args = append(args, id, key)
 			}
 			res, err := st.ExecContext(ctx, append(args, key)...)
 			if err == nil {
@@ -184,7 +184,11 @@ func noteSeenSQL(named, actor bool) string {
 	if actor {
 		return q + "?"
 	}
-	return q + "COALESCE((SELECT `entity` FROM `profiles` WHERE character_id = ? AND entity LIKE ? AND LOWER(name) = ? ORDER BY last_seen DESC LIMIT 1), ?)"
+	// The pattern is written in the statement: bound, it would make SQLite
+	// prepare the statement again at every run (a LIKE's bound pattern may
+	// change its plan).
+	return q + "COALESCE((SELECT `entity` FROM `profiles` WHERE character_id = ? AND entity LIKE '" + actorKeyPrefix +
+		"%' AND LOWER(name) = ? ORDER BY last_seen DESC LIMIT 1), ?)"
 }
 
 // FactAction says what AddFact did.

@@ -274,6 +274,9 @@ func (s *Store) Still(ctx context.Context, c *Character) error {
 // lockRow share-locks NPC id's row for the rest of the transaction and
 // returns when the NPC was created, or ErrNotFound.
 func (s *Store) lockRow(ctx context.Context, id string) (time.Time, error) {
+	if born, ok, err := s.bornPrepared(ctx, id); ok {
+		return born, err
+	}
 	var rows []Character
 	err := s.q(ctx).Clauses(clause.Locking{Strength: "SHARE"}).Select("id", "created_at").Where("id = ?", id).Limit(1).Find(&rows).Error
 	if err != nil {
@@ -430,7 +433,11 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 			return err
 		}
 		var pending int64
-		if err := tx.Model(&Event{}).Where("character_id = ? AND consumed_at IS NULL", id).Count(&pending).Error; err != nil {
+		if st, ok := s.prep.Stmt(ctx, tx, pendingSQL); ok {
+			if err := st.QueryRowContext(ctx, id).Scan(&pending); err != nil {
+				return err
+			}
+		} else if err := tx.Model(&Event{}).Where("character_id = ? AND consumed_at IS NULL", id).Count(&pending).Error; err != nil {
 			return err
 		}
 		now := time.Now().UTC()
@@ -444,11 +451,18 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 				e.At = now
 			}
 			e.At = e.At.UTC()
-			res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&e)
-			if res.Error != nil {
-				return res.Error
+			stored, prepared, err := s.insertEvent(ctx, tx, &e)
+			if err != nil {
+				return err
 			}
-			if res.RowsAffected == 0 {
+			if !prepared {
+				res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&e)
+				if res.Error != nil {
+					return res.Error
+				}
+				stored = res.RowsAffected > 0
+			}
+			if !stored {
 				duplicates++
 				continue
 			}
@@ -765,8 +779,12 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 			Measure(m, c, offloadBytes)
 		}
 	}
-	if err := db.CreateInBatches(msgs, 100).Error; err != nil {
+	if done, err := s.insertMessages(ctx, db, msgs); err != nil {
 		return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
+	} else if !done {
+		if err := db.CreateInBatches(msgs, 100).Error; err != nil {
+			return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
+		}
 	}
 	d := HistoryDelta{Appended: true}
 	for _, m := range msgs {

@@ -20,10 +20,15 @@ type Store struct {
 	hot  *gorm.DB // db with its statements kept prepared (store.Prepared); nil inside a transaction
 	raw  bool     // keep relative dates as written
 	inTx bool     // db is a transaction (WithTx)
+	// prep keeps the inserts of a tick's commit prepared (SQLite), shared
+	// by the Store and those WithTx makes of it.
+	prep *store.TxStmts
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
-func NewStore(db *gorm.DB) *Store { return &Store{db: db, hot: store.Prepared(db)} }
+func NewStore(db *gorm.DB) *Store {
+	return &Store{db: db, hot: store.Prepared(db), prep: &store.TxStmts{}}
+}
 
 // KeepingRelativeDates returns a Store that writes text as given, without
 // grounding relative dates (see GroundDates): what an evaluation measures
@@ -44,7 +49,9 @@ func (s *Store) Ground(text string, at time.Time) string {
 }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
-func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, raw: s.raw, inTx: true} }
+func (s *Store) WithTx(tx *gorm.DB) *Store {
+	return &Store{db: tx, raw: s.raw, inTx: true, prep: s.prep}
+}
 
 // atomically runs fn in a transaction: the Store's own inside WithTx (an
 // error there fails the caller's transaction, so no savepoint is needed),
@@ -120,10 +127,50 @@ func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
 		}
 		e.Content = s.Ground(e.Content, e.GameTime)
 	}
-	if err := s.q(ctx).CreateInBatches(entries, 100).Error; err != nil {
+	db := s.q(ctx)
+	if done, err := s.insertEntries(ctx, db, entries); err != nil {
+		return fmt.Errorf("add journal entries for %q: %w", id, err)
+	} else if done {
+		return nil
+	}
+	if err := db.CreateInBatches(entries, 100).Error; err != nil {
 		return fmt.Errorf("add journal entries for %q: %w", id, err)
 	}
 	return nil
+}
+
+// entryColumns are the columns gorm writes for a new Entry, in its order;
+// insertEntries gives the values in the same order.
+var entryColumns = []string{"character_id", "type", "content", "importance", "game_time", "created_at", "consolidated_at", "sources", "metadata"}
+
+// insertEntriesSQL[n] inserts n entries (SQLite), 1 ≤ n ≤
+// character.MaxPreparedRows; the full-text index follows by its triggers.
+var insertEntriesSQL = func() (out [character.MaxPreparedRows + 1]string) {
+	for n := 1; n <= character.MaxPreparedRows; n++ {
+		out[n] = store.InsertSQL("entries", entryColumns, n, "RETURNING `id`")
+	}
+	return out
+}()
+
+// insertEntries inserts entries as they are through a prepared statement
+// inside an SQLite transaction, setting their ids, and reports false when
+// it cannot (then nothing was written and the caller inserts them the
+// ordinary way).
+func (s *Store) insertEntries(ctx context.Context, db *gorm.DB, entries []*Entry) (bool, error) {
+	if len(entries) > character.MaxPreparedRows {
+		return false, nil
+	}
+	st, ok := s.prep.Stmt(ctx, db, insertEntriesSQL[len(entries)])
+	if !ok {
+		return false, nil
+	}
+	args := make([]any, 0, len(entries)*len(entryColumns))
+	ids := make([]*int64, len(entries))
+	for i, e := range entries {
+		args = append(args, e.CharacterID, e.Type, e.Content, e.Importance, e.GameTime, e.CreatedAt, e.ConsolidatedAt, e.Sources, e.Metadata)
+		ids[i] = &e.ID
+	}
+	return true, store.ScanIDs(ctx, st, args, ids)
 }
 
 // ListQuery selects entries.

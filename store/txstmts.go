@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,4 +74,56 @@ func (p *TxStmts) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.stmts)
+}
+
+// InsertSQL returns an insert of rows rows of cols into table in SQLite's
+// syntax, followed by tail (e.g. "RETURNING `id`").
+func InsertSQL(table string, cols []string, rows int, tail string) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO `" + table + "` (")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("`" + c + "`")
+	}
+	b.WriteString(") VALUES ")
+	row := "(?" + strings.Repeat(",?", len(cols)-1) + ")"
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(row)
+	}
+	if tail != "" {
+		b.WriteString(" " + tail)
+	}
+	return b.String()
+}
+
+// ScanIDs runs the insert st with args and scans the id each row returns
+// (RETURNING) into ids, in order; every row must return one.
+func ScanIDs(ctx context.Context, st *sql.Stmt, args []any, ids []*int64) error {
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		if n == len(ids) {
+			return errors.New("the insert returned more ids than rows")
+		}
+		if err := rows.Scan(ids[n]); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n != len(ids) {
+		return fmt.Errorf("the insert returned %d ids for %d rows", n, len(ids))
+	}
+	return rows.Close()
 }
