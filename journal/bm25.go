@@ -176,6 +176,12 @@ func (x *npcIndex) keyword(terms []string, limit int, expand, b float64) []kwHit
 			continue
 		}
 		d := float64(len(ps))
+		if x.bound > 0 && len(ps) > x.bound {
+			// A bounded search reads the most recent postings of a
+			// frequent term: its IDF is low, and its cost would grow
+			// with the NPC's life.
+			ps = ps[len(ps)-x.bound:]
+		}
 		idf := weights[i] * math.Log(1+(float64(n)-d+0.5)/(d+0.5))
 		for _, e := range ps {
 			tf := float64(e.tf)

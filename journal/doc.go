@@ -32,6 +32,12 @@
 // (WithSession): the rest of the sitting they come from is likely part of
 // the same story.
 //
+// SearchWith bounds a search's work by its query instead of the NPC's
+// life (SearchOptions): the channels that scan every row scan the most
+// recent ones, a frequent word's postings are read in its most recent
+// rows, and feedback can be skipped. The tick's working context searches
+// so at every tick; Search, which memory_search runs, is unbounded.
+//
 // Relative dates ("yesterday", "last Friday", "next month") are grounded
 // when entries and memories are written (GroundDates): the absolute date
 // is written beside the expression, so search matches on it.

@@ -17,13 +17,20 @@ import (
 // pseudo-relevance feedback's second keyword search and ranking. It
 // reports the p50 and p99 latency of a search, the index already in
 // memory.
-func BenchmarkSearch100kMessages(b *testing.B) {
+func BenchmarkSearch100kMessages(b *testing.B) { benchSearchMessages(b, 100_000) }
+
+// BenchmarkSearch1kMessages is BenchmarkSearch100kMessages for an NPC of a
+// hundredth of the life: the bounded search (working-context) should cost
+// about the same at both sizes.
+func BenchmarkSearch1kMessages(b *testing.B) { benchSearchMessages(b, 1000) }
+
+func benchSearchMessages(b *testing.B, n int) {
 	e := newEnv(b)
 	e.npc(b, "brom", t0)
 	c := newBenchCorpus()
 	r := rand.New(rand.NewPCG(5, 6))
 	ctx := context.Background()
-	const n, batch = 100_000, 2000
+	const batch = 2000
 	for start := 0; start < n; start += batch {
 		ms := make([]*character.Message, 0, batch)
 		for i := start; i < min(n, start+batch); i++ {
@@ -48,9 +55,11 @@ func BenchmarkSearch100kMessages(b *testing.B) {
 		queries = append(queries, "what happened near "+d, "Mira promised a horse from "+d, "the cursed amulet and "+d+" at the tower")
 	}
 	for _, v := range []struct {
-		name string
-		opts []Option
-	}{{"default", nil}, {"no-feedback-session", []Option{WithFeedback(0), WithSession(0)}}} {
+		name   string
+		opts   []Option
+		search SearchOptions
+	}{{"default", nil, SearchOptions{}}, {"no-feedback-session", []Option{WithFeedback(0), WithSession(0)}, SearchOptions{}},
+		{"working-context", nil, SearchOptions{NoFeedback: true, Window: 2048}}} {
 		b.Run(v.name, func(b *testing.B) {
 			ret := e.retriever(b, v.opts...)
 			if _, err := ret.Search(ctx, "brom", queries[0], 10); err != nil { // builds the index
@@ -61,7 +70,7 @@ func BenchmarkSearch100kMessages(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				start := time.Now()
-				rs, err := ret.Search(ctx, "brom", queries[i%len(queries)], 10)
+				rs, err := ret.SearchWith(ctx, "brom", queries[i%len(queries)], 10, v.search)
 				took = append(took, time.Since(start))
 				if err != nil || len(rs) != 10 {
 					b.Fatalf("search: %d results, %v", len(rs), err)

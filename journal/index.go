@@ -94,6 +94,14 @@ type npcIndex struct {
 	// index was last released; they are guarded by Retriever.mu, not mu.
 	sizeHint int64
 	usedHint time.Time
+	// bound is the current search's bound on its work (SearchOptions.Window,
+	// 0 for none); lo is the first position the vector and semantic scans
+	// covered, qv, semQ and semQS the query vectors they used, so ranking
+	// can score an older item a keyword hit brings (vecAt, semAt).
+	bound, lo int
+	qv        []float32
+	semQ      []int8
+	semQS     float32
 }
 
 func newIndex(npc string) *npcIndex {

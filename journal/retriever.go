@@ -527,16 +527,49 @@ func (x *npcIndex) scan(q []float32) {
 		x.scores = make([]float32, n, n+n/4)
 	}
 	x.scores = x.scores[:n]
+	x.qv = q
 	d := x.dims
 	if q == nil || d == 0 {
 		clear(x.scores)
 		return
 	}
-	parallel(n, n*d, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+	start := x.scanStart()
+	parallel(n-start, (n-start)*d, func(lo, hi int) {
+		for i := start + lo; i < start+hi; i++ {
 			x.scores[i] = dot(q, x.vecs[i*d:(i+1)*d])
 		}
 	})
+}
+
+// scanStart is the first position a scan covers: 0, or within a bounded
+// search (SearchOptions.Window) the first of the bound's most recent items.
+func (x *npcIndex) scanStart() int {
+	if x.bound <= 0 {
+		return 0
+	}
+	return max(0, len(x.items)-x.bound)
+}
+
+// vecAt is item p's cosine with the query of the last scan, computed when
+// p lies before what the scan covered.
+func (x *npcIndex) vecAt(p int32) float32 {
+	if int(p) >= x.lo {
+		return x.scores[p]
+	}
+	d := x.dims
+	if x.qv == nil || d == 0 {
+		return 0
+	}
+	return dot(x.qv, x.vecs[int(p)*d:int(p+1)*d])
+}
+
+// topNFrom is topN over scores[lo:], positions counted from 0.
+func topNFrom(scores []float32, lo, n int) []int32 {
+	top := topN(scores[lo:], n)
+	for i := range top {
+		top[i] += int32(lo)
+	}
+	return top
 }
 
 // parallel runs work over [0, n) in chunks, on every processor when the

@@ -98,13 +98,41 @@ func (p scoreParts) asMap() map[string]float64 {
 // clock) updated in batches (see Flush); a failure there is logged, not
 // returned, since the memory was recalled either way.
 func (r *Retriever) Search(ctx context.Context, npc, query string, k int) ([]Result, error) {
+	return r.SearchWith(ctx, npc, query, k, SearchOptions{})
+}
+
+// SearchOptions trim the work of one search, for a caller that wants a
+// quick hint more than the best recall: the tick's working context, which
+// searches at every tick for what the NPC perceives, while the NPC can
+// still search its whole memory itself (memory_search). The zero value
+// is Search.
+type SearchOptions struct {
+	// NoFeedback skips pseudo-relevance feedback (WithFeedback), which
+	// ranks the keyword channel a second time.
+	NoFeedback bool
+	// Window, when positive, bounds a search's work by its query rather
+	// than by the NPC's whole life: the vector and semantic channels scan
+	// only the Window most recent items (an older item still ranks when a
+	// keyword hit, its neighbour or its replacement brings it), and a term
+	// held by more than Window items is read only in the Window most
+	// recent of them (such a term's IDF is low). With fewer items than
+	// Window, or rarer terms, the results are those of Search. It must
+	// not be negative.
+	Window int
+}
+
+// SearchWith is Search with the work trimmed as o says.
+func (r *Retriever) SearchWith(ctx context.Context, npc, query string, k int, o SearchOptions) ([]Result, error) {
+	if o.Window < 0 {
+		return nil, fmt.Errorf("%w: search window %d", ErrBadOption, o.Window)
+	}
 	terms := Terms(query)
 	if len(terms) == 0 || k <= 0 {
 		return nil, nil
 	}
 	k = min(k, MaxK)
 	for attempt := 0; ; attempt++ {
-		rs, err := r.search(ctx, npc, query, terms, k)
+		rs, err := r.search(ctx, npc, query, terms, k, o)
 		if errors.Is(err, errReset) && attempt == 0 {
 			r.forget(npc) // rows vanished under the index: rebuild it once
 			continue
@@ -116,12 +144,15 @@ func (r *Retriever) Search(ctx context.Context, npc, query string, k int) ([]Res
 	}
 }
 
-func (r *Retriever) search(ctx context.Context, npc, query string, terms []string, k int) ([]Result, error) {
+func (r *Retriever) search(ctx context.Context, npc, query string, terms []string, k int, o SearchOptions) ([]Result, error) {
 	x, err := r.acquire(ctx, npc)
 	if err != nil {
 		return nil, err
 	}
 	defer r.release(x)
+	x.bound = o.Window
+	x.lo = x.scanStart()
+	defer func() { x.bound, x.lo, x.qv, x.semQ = 0, 0, nil, nil }()
 	qv, err := r.queryVector(ctx, x, query)
 	if errors.Is(err, ErrEmbedding) {
 		r.log.Warn().Err(err).Str("npc", npc).Msg("vector search skipped")
@@ -137,7 +168,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	pool := max(r.cfg.pool, 4*k)
 	hits := x.keyword(terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
 	ranked := r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
-	if r.cfg.wFeedback > 0 {
+	if r.cfg.wFeedback > 0 && !o.NoFeedback {
 		more, err := r.feedbackTerms(ctx, x, ranked, terms)
 		if err != nil {
 			return nil, err
@@ -232,12 +263,12 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	}
 	set := make(map[int32]bool, len(kw)+pool)
 	if haveVec {
-		for _, p := range topN(x.scores, pool) {
+		for _, p := range topNFrom(x.scores, x.lo, pool) {
 			set[p] = true
 		}
 	}
 	if haveSem {
-		for _, p := range topN(x.semScores, pool) {
+		for _, p := range topNFrom(x.semScores, x.lo, pool) {
 			set[p] = true
 		}
 	}
@@ -248,12 +279,12 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 		if !haveSem {
 			return 0
 		}
-		return float64(x.semScores[p])
+		return float64(x.semAt(p))
 	}
 	// Cosine is used as is, not scaled to the query's best: a query that
 	// resembles nothing should not make its nearest row look like a match.
 	relevance := func(p int32) float64 {
-		return cfg.wVec*math.Max(0, float64(x.scores[p])) + cfg.wKw*kw[p] + cfg.wSem*sem(p)
+		return cfg.wVec*math.Max(0, float64(x.vecAt(p))) + cfg.wKw*kw[p] + cfg.wSem*sem(p)
 	}
 	// neighbours returns the perceived messages before and after p (-1
 	// when there is none).
@@ -305,7 +336,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	for p := range set {
 		it := x.items[p]
 		rel := relevance(p)
-		parts := scoreParts{vector: math.Max(0, float64(x.scores[p])), keyword: kw[p], semantic: sem(p), ranked: true}
+		parts := scoreParts{vector: math.Max(0, float64(x.vecAt(p))), keyword: kw[p], semantic: sem(p), ranked: true}
 		if cfg.wNeighbour > 0 {
 			nb := 0.0
 			prev, next := neighbours(p)

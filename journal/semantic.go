@@ -158,14 +158,16 @@ func (x *npcIndex) scanSemantic(q []int8, qs float32) {
 		x.semScores = make([]float32, n, n+n/4)
 	}
 	x.semScores = x.semScores[:n]
+	x.semQ, x.semQS = q, qs
 	if q == nil || x.wv == nil {
 		clear(x.semScores)
 		return
 	}
 	x.ensureSemantic()
 	d := len(q)
-	parallel(n, n*d, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+	start := x.scanStart()
+	parallel(n-start, (n-start)*d, func(lo, hi int) {
+		for i := start + lo; i < start+hi; i++ {
 			s := x.semScale[i]
 			if s == 0 {
 				x.semScores[i] = 0
@@ -195,4 +197,22 @@ func dot8(a, b []int8) int32 {
 		s0 += int32(a[i]) * int32(b[i])
 	}
 	return s0 + s1 + s2 + s3
+}
+
+// semAt is item p's semantic similarity with the query of the last
+// semantic scan, computed when p lies before what the scan covered.
+func (x *npcIndex) semAt(p int32) float32 {
+	if int(p) >= x.lo {
+		return x.semScores[p]
+	}
+	if x.semQ == nil {
+		return 0
+	}
+	s := x.semScale[p]
+	if s == 0 {
+		return 0
+	}
+	d := len(x.semQ)
+	c := float32(dot8(x.semQ, x.sem[int(p)*d:int(p+1)*d])) * s * x.semQS
+	return max(0, (c-semFloor)/(1-semFloor))
 }

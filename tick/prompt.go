@@ -3,12 +3,13 @@ package tick
 import (
 	"context"
 	"fmt"
-	"github.com/npcd/npcd/internal/text"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/text"
+	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
 )
 
@@ -177,7 +178,7 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			q = append(q, ev.Text)
 		}
 		query := truncate(strings.Join(q, " "), 1000)
-		rs, err := e.deps.Retriever.Search(ctx, c.ID, query, e.cfg.RecallK+4)
+		rs, err := e.recall(ctx, c.ID, query, e.cfg.RecallK+4)
 		if err != nil {
 			return "", err
 		}
@@ -223,6 +224,31 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 		return "", nil
 	}
 	return b.String(), nil
+}
+
+// RecallWindow bounds the work of the working context's search (see
+// journal.SearchOptions): its vector and semantic channels scan the NPC's
+// RecallWindow most recent rows, and a frequent word is read in its
+// RecallWindow most recent rows, so a tick costs the same however long
+// the NPC has lived. Older rows are still recalled by their rarer words,
+// and the NPC's own memory_search searches everything.
+const RecallWindow = 2048
+
+// boundedSearcher is a Retriever that can bound a search's work, as
+// journal.Retriever does.
+type boundedSearcher interface {
+	SearchWith(ctx context.Context, npc, query string, k int, o journal.SearchOptions) ([]journal.Result, error)
+}
+
+// recall searches the NPC's memory for the working context: bounded by
+// RecallWindow and without pseudo-relevance feedback, which ranks a
+// second time for lines that share no word with what was perceived, when
+// the Retriever can.
+func (e *Engine) recall(ctx context.Context, npc, query string, k int) ([]journal.Result, error) {
+	if b, ok := e.deps.Retriever.(boundedSearcher); ok {
+		return b.SearchWith(ctx, npc, query, k, journal.SearchOptions{NoFeedback: true, Window: RecallWindow})
+	}
+	return e.deps.Retriever.Search(ctx, npc, query, k)
 }
 
 func profileLine(p character.Profile) string {

@@ -1,0 +1,63 @@
+package tick
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/journal"
+	"github.com/npcd/npcd/llm"
+)
+
+// recordingSearcher is the Retriever passing along the options of each
+// bounded search.
+type recordingSearcher struct {
+	*journal.Retriever
+	opts []journal.SearchOptions
+}
+
+func (r *recordingSearcher) SearchWith(ctx context.Context, npc, query string, k int, o journal.SearchOptions) ([]journal.Result, error) {
+	r.opts = append(r.opts, o)
+	return r.Retriever.SearchWith(ctx, npc, query, k, o)
+}
+
+// The working context of an NPC whose life is far longer than the recall
+// window still shows the old line that answers what it perceives, and
+// its search is the bounded one.
+func TestWorkingContextRecallsBeyondTheWindow(t *testing.T) {
+	var rec *recordingSearcher
+	env := openEnvDeps(t, t.TempDir()+"/npcd.db", nil, 0, func(d *Deps) {
+		rec = &recordingSearcher{Retriever: d.Retriever.(*journal.Retriever)}
+		d.Retriever = rec
+	})
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []*character.Message{{Role: llm.RoleUser, Turn: 1, Content: `[2026-11-01 10:00] alice says: "I buried the silver amulet under the old oak."`}}
+	for i := 0; i < RecallWindow+300; i++ {
+		msgs = append(msgs, &character.Message{Role: llm.RoleUser, Turn: 1,
+			Content: fmt.Sprintf(`[2026-11-02 10:00] traveler%d says: "the north road is long, day %d, and the wolves are hungry."`, i%7, i)})
+	}
+	counter := env.eng.Counter("")
+	if err := env.chars.AppendMessages(ctx, "brom", msgs, counter, 0); err != nil {
+		t.Fatal(err)
+	}
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []character.Event{{Kind: "say", Actor: "alice", Text: "Where is my amulet? The road was long."}}
+	got, err := env.eng.workingContext(ctx, c, evs, nil, 2000, counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, RecalledHeader) || !strings.Contains(got, "silver amulet under the old oak") {
+		t.Fatalf("the working context does not recall the amulet:\n%s", got)
+	}
+	if len(rec.opts) != 1 || rec.opts[0] != (journal.SearchOptions{NoFeedback: true, Window: RecallWindow}) {
+		t.Fatalf("the working context searched with %+v, want one bounded search", rec.opts)
+	}
+}
