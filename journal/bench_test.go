@@ -130,6 +130,12 @@ func BenchmarkSearch100kMemories(b *testing.B) {
 		}
 		i++
 	}
+	reportLatency(b, took)
+}
+
+// reportLatency reports the median and 99th percentile of a benchmark's
+// timed searches, in milliseconds.
+func reportLatency(b *testing.B, took []time.Duration) {
 	slices.Sort(took)
 	q := func(p float64) float64 { return float64(took[int(p*float64(len(took)-1))]) / float64(time.Millisecond) }
 	b.ReportMetric(q(0.50), "p50-ms")

@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -77,10 +76,7 @@ func benchSearchMessages(b *testing.B, n int) {
 				}
 				i++
 			}
-			slices.Sort(took)
-			q := func(p float64) float64 { return float64(took[int(p*float64(len(took)-1))]) / float64(time.Millisecond) }
-			b.ReportMetric(q(0.50), "p50-ms")
-			b.ReportMetric(q(0.99), "p99-ms")
+			reportLatency(b, took)
 		})
 	}
 }

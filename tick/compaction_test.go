@@ -393,12 +393,7 @@ func TestCompactionReachesItsTarget(t *testing.T) {
 func TestCompactionKeepsAnUnreadObservationWhole(t *testing.T) {
 	env := newEnv(t)
 	ctx := context.Background()
-	c := brom()
-	c.ContextWindow, c.MaxOutputTokens = 2048, 204
-	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
-	if _, err := env.eng.PutNPC(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	c := putSmallWindowNPC(t, env)
 	room := strings.Repeat("You see the forge: an anvil scarred by years of work, a quench tub of black water, tongs on the wall. ", 14)
 	say := func(text string) *Result {
 		t.Helper()
@@ -467,4 +462,17 @@ func TestCompactionKeepsAnUnreadObservationWhole(t *testing.T) {
 		say(fmt.Sprintf("Round %d: the north road is busy today.", i))
 	}
 	t.Fatal("the observation, read, is still not masked ten ticks later")
+}
+
+// putSmallWindowNPC stores brom with a 2,048-token window and a look tool
+// whose result the model waits for, and returns it.
+func putSmallWindowNPC(t *testing.T, env *testEnv) *character.Character {
+	t.Helper()
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 2048, 204
+	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
+	if _, err := env.eng.PutNPC(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -19,12 +19,7 @@ import (
 func TestEmergencyCompactionsStayRareInASmallWindow(t *testing.T) {
 	env := newEnv(t)
 	ctx := context.Background()
-	c := brom()
-	c.ContextWindow, c.MaxOutputTokens = 2048, 204
-	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
-	if _, err := env.eng.PutNPC(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	c := putSmallWindowNPC(t, env)
 	room := strings.Repeat("A forge, an anvil, a quench tub, tongs on the wall. ", 12)
 	ticks, emergencies := 0, 0
 	check := func(res *Result) {
