@@ -248,21 +248,29 @@ func TestPlanInvariantsOverThousandsOfHistories(t *testing.T) {
 	t.Logf("%d histories, %d compactions, %d huge turns", histories, compactions, hugeTurns)
 }
 
+// sixTurnsInSmallWindow is an NPC with a 2048-token window, 222 tokens of
+// system prompt and 496 of tools, six finished turns of 40 + 50 tokens, and
+// turn 7 begun.
+func sixTurnsInSmallWindow() (*character.Character, *simHistory) {
+	c := &character.Character{ID: "npc", Name: "N", Persona: "p", ContextWindow: 2048, MaxOutputTokens: 204}
+	c.ApplyDefaults()
+	c.State.SystemTokens, c.State.ToolTokens = 222, 496
+	s := &simHistory{c: c, archived: map[int64]bool{}, written: map[int64]bool{}}
+	for turn := int64(1); turn <= 6; turn++ {
+		c.State.Turn = turn
+		s.add(character.Message{Role: llm.RoleUser, Turn: turn, Tokens: 40})
+		s.add(character.Message{Role: llm.RoleAssistant, Turn: turn, Tokens: 50})
+	}
+	c.State.Turn = 7
+	return c, s
+}
+
 // When the newest turn takes more than the target leaves, the summary
 // gives way so the compaction still ends at its target; it never goes below
 // MinSummaryBudget, and with room to spare it keeps its usual budget.
 func TestPlanSummaryGivesWayToTheNewestTurn(t *testing.T) {
 	plan := func(newest int) *Plan {
-		c := &character.Character{ID: "npc", Name: "N", Persona: "p", ContextWindow: 2048, MaxOutputTokens: 204}
-		c.ApplyDefaults()
-		c.State.SystemTokens, c.State.ToolTokens = 222, 496
-		s := &simHistory{c: c, archived: map[int64]bool{}, written: map[int64]bool{}}
-		for turn := int64(1); turn <= 6; turn++ {
-			c.State.Turn = turn
-			s.add(character.Message{Role: llm.RoleUser, Turn: turn, Tokens: 40})
-			s.add(character.Message{Role: llm.RoleAssistant, Turn: turn, Tokens: 50})
-		}
-		c.State.Turn = 7
+		c, s := sixTurnsInSmallWindow()
 		s.add(character.Message{Role: llm.RoleUser, Turn: 7, Tokens: newest})
 		s.totals()
 		return NewPlan(c, s.live, TriggerEmergency, "")
@@ -292,16 +300,7 @@ func TestPlanSummaryGivesWayToTheNewestTurn(t *testing.T) {
 // read; only past the emergency threshold is it masked.
 func TestPlanKeepsUnreadResultsWhole(t *testing.T) {
 	plan := func(result int) *Plan {
-		c := &character.Character{ID: "npc", Name: "N", Persona: "p", ContextWindow: 2048, MaxOutputTokens: 204}
-		c.ApplyDefaults()
-		c.State.SystemTokens, c.State.ToolTokens = 222, 496
-		s := &simHistory{c: c, archived: map[int64]bool{}, written: map[int64]bool{}}
-		for turn := int64(1); turn <= 6; turn++ {
-			c.State.Turn = turn
-			s.add(character.Message{Role: llm.RoleUser, Turn: turn, Tokens: 40})
-			s.add(character.Message{Role: llm.RoleAssistant, Turn: turn, Tokens: 50})
-		}
-		c.State.Turn = 7
+		c, s := sixTurnsInSmallWindow()
 		s.add(character.Message{Role: llm.RoleUser, Turn: 7, Tokens: 32})
 		call := character.ToolCall{ID: "c1", Name: "look"}
 		s.add(character.Message{Role: llm.RoleAssistant, Turn: 7, Tokens: 47, ToolCalls: store.NewJSON([]character.ToolCall{call})})
