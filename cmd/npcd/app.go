@@ -251,6 +251,19 @@ func (a *app) startSchedules(ctx context.Context) error {
 // interval until ctx ends, so NPCs created, changed or deleted through
 // another daemon sharing the database are scheduled here too.
 func (a *app) syncSchedules(ctx context.Context, every time.Duration) {
+	repeat(ctx, every, func() {
+		cs, err := a.chars.List(ctx)
+		if err == nil {
+			err = a.scheduler.Sync(cs)
+		}
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn().Err(err).Msg("reloading the sleep schedules failed")
+		}
+	})
+}
+
+// repeat calls do every interval until ctx ends.
+func repeat(ctx context.Context, every time.Duration, do func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -259,13 +272,7 @@ func (a *app) syncSchedules(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		cs, err := a.chars.List(ctx)
-		if err == nil {
-			err = a.scheduler.Sync(cs)
-		}
-		if err != nil && ctx.Err() == nil {
-			a.log.Warn().Err(err).Msg("reloading the sleep schedules failed")
-		}
+		do()
 	}
 }
 
@@ -278,14 +285,7 @@ func (a *app) keepWALSmall(ctx context.Context, every time.Duration) {
 	if !store.IsSQLite(a.db) || a.readOnly {
 		return
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	repeat(ctx, every, func() {
 		before := walSize(a.cfg.DB)
 		done, err := store.Checkpoint(ctx, a.db, time.Second)
 		switch {
@@ -296,7 +296,7 @@ func (a *app) keepWALSmall(ctx context.Context, every time.Duration) {
 		case err == nil:
 			a.log.Debug().Int64("wal_bytes_before", before).Msg("write-ahead log truncated")
 		}
-	}
+	})
 }
 
 // Pruning of tick outcomes past their retention.
