@@ -409,13 +409,20 @@ func TestCreateOnlyPut(t *testing.T) {
 	}
 }
 
-func TestBatchTickBadIDFailsAlone(t *testing.T) {
-	t.Parallel()
+// bromAndMiraWaiting is a daemon with two NPCs, Brom and Mira, each with
+// one line said to it and not yet ticked.
+func bromAndMiraWaiting(t *testing.T) *env {
 	e := newEnv(t, envOpts{})
 	e.put("brom", bromSettings())
 	e.put("mira", NPCSettings{Name: "Mira", Persona: "You are Mira, a cheerful baker."})
 	e.say("brom", "b1", "Hello!")
 	e.say("mira", "m1", "Bread?")
+	return e
+}
+
+func TestBatchTickBadIDFailsAlone(t *testing.T) {
+	t.Parallel()
+	e := bromAndMiraWaiting(t)
 
 	r := e.do("POST", "/v1/tick", `{"npcs": ["Bad!", "brom", "ghost"]}`)
 	if r.status != http.StatusOK {

@@ -79,11 +79,7 @@ func TestScopes(t *testing.T) {
 // a result or an error, malformed ids included.
 func TestBatchTickNDJSON(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{})
-	e.put("brom", bromSettings())
-	e.put("mira", NPCSettings{Name: "Mira", Persona: "You are Mira, a cheerful baker."})
-	e.say("brom", "b1", "Hello!")
-	e.say("mira", "m1", "Bread?")
+	e := bromAndMiraWaiting(t)
 	r := e.do("POST", "/v1/tick", `{"npcs": ["brom", "Bad!", "ghost", "mira"]}`, "Accept", "application/x-ndjson")
 	if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/x-ndjson" {
 		t.Fatalf("ndjson batch = %d %q %s", r.status, r.header.Get("Content-Type"), r.body)
