@@ -395,29 +395,12 @@ func TestCompactionKeepsAnUnreadObservationWhole(t *testing.T) {
 	ctx := context.Background()
 	c := putSmallWindowNPC(t, env)
 	room := strings.Repeat("You see the forge: an anvil scarred by years of work, a quench tub of black water, tongs on the wall. ", 14)
-	say := func(text string) *Result {
-		t.Helper()
-		if _, _, err := env.eng.PostEvents(ctx, c.ID, []EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := env.eng.Tick(ctx, c.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
 	var resumed *Result
 	var obsID int64
 	for i := 0; i < 30 && resumed == nil; i++ {
-		res := say(fmt.Sprintf("Round %d: can you look around for my sword?", i))
+		res := tickOnce(t, env, fmt.Sprintf("Round %d: can you look around for my sword?", i))
 		for _, call := range res.Awaiting {
-			if err := env.eng.PostToolResults(ctx, c.ID, []ToolResult{{CallID: call, Content: room}}); err != nil {
-				t.Fatal(err)
-			}
-			next, err := env.eng.Tick(ctx, c.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			next := answerOnce(t, env, call, room)
 			if next.Compaction != nil {
 				resumed = next
 				live, err := env.chars.LiveMessages(ctx, c.ID)
@@ -445,7 +428,7 @@ func TestCompactionKeepsAnUnreadObservationWhole(t *testing.T) {
 	if !found {
 		t.Fatalf("warnings %q do not say why the target was missed", resumed.Warnings)
 	}
-	res := say("Thank you, Brom.")
+	res := tickOnce(t, env, "Thank you, Brom.")
 	if res.Compaction != nil {
 		t.Fatalf("a second compaction right after the first: %+v", res.Compaction)
 	}
@@ -459,9 +442,23 @@ func TestCompactionKeepsAnUnreadObservationWhole(t *testing.T) {
 				return
 			}
 		}
-		say(fmt.Sprintf("Round %d: the north road is busy today.", i))
+		tickOnce(t, env, fmt.Sprintf("Round %d: the north road is busy today.", i))
 	}
 	t.Fatal("the observation, read, is still not masked ten ticks later")
+}
+
+// answerOnce posts content as the result of brom's tool call and ticks.
+func answerOnce(t *testing.T, env *testEnv, call, content string) *Result {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.eng.PostToolResults(ctx, "brom", []ToolResult{{CallID: call, Content: content}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.eng.Tick(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // putSmallWindowNPC stores brom with a 2,048-token window and a look tool

@@ -41,23 +41,10 @@ func TestEmergencyCompactionsStayRareInASmallWindow(t *testing.T) {
 		if i%3 == 0 {
 			text = fmt.Sprintf("Round %d: can you look around for my sword?", i)
 		}
-		if _, _, err := env.eng.PostEvents(ctx, c.ID, []EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := env.eng.Tick(ctx, c.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := tickOnce(t, env, text)
 		check(res)
 		for _, call := range res.Awaiting {
-			if err := env.eng.PostToolResults(ctx, c.ID, []ToolResult{{CallID: call, Content: room}}); err != nil {
-				t.Fatal(err)
-			}
-			next, err := env.eng.Tick(ctx, c.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			check(next)
+			check(answerOnce(t, env, call, room))
 		}
 	}
 	t.Logf("%d emergency compactions in %d ticks", emergencies, ticks)
