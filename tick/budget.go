@@ -62,9 +62,8 @@ func readResults(live []character.Message, exempt func(string) bool) []int64 {
 	}
 	var ids []int64
 	for i := 0; i < read; i++ {
-		m := &live[i]
-		if m.Role == llm.RoleTool && !m.Masked && m.MaskTokens < m.ViewTokens && !exempt(m.ToolName) {
-			ids = append(ids, m.ID)
+		if maskableResult(&live[i], exempt) {
+			ids = append(ids, live[i].ID)
 		}
 	}
 	return ids

@@ -156,9 +156,15 @@ func afterTurn(live []character.Message, added []*character.Message, masked []in
 func maskable(live []character.Message, beforeTurn int64, exempt func(string) bool) bool {
 	for i := range live {
 		m := &live[i]
-		if m.Role == llm.RoleTool && !m.Masked && m.Turn < beforeTurn && !exempt(m.ToolName) && m.MaskTokens < m.ViewTokens {
+		if m.Turn < beforeTurn && maskableResult(m, exempt) {
 			return true
 		}
 	}
 	return false
+}
+
+// maskableResult reports whether m is a tool result masking would shrink:
+// unmasked, of a tool not exempt, and whose placeholder is smaller.
+func maskableResult(m *character.Message, exempt func(string) bool) bool {
+	return m.Role == llm.RoleTool && !m.Masked && m.MaskTokens < m.ViewTokens && !exempt(m.ToolName)
 }
