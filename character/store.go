@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -22,11 +21,9 @@ import (
 // concurrent use; it does not serialize writers to one NPC (the tick engine's
 // per-NPC lock does).
 type Store struct {
-	db     *gorm.DB
-	hot    *gorm.DB   // db with its statements kept prepared (store.Prepared); nil inside a transaction
-	glance *stmtCache // nil inside a transaction
-	state  *stmtCache // nil inside a transaction
-	inTx   bool
+	db   *gorm.DB
+	hot  *gorm.DB // db with its statements kept prepared (store.Prepared); nil inside a transaction
+	inTx bool
 	// prep keeps a tick commit's statements prepared (SQLite), shared by
 	// the Store and those WithTx makes of it.
 	prep *store.TxStmts
@@ -34,8 +31,7 @@ type Store struct {
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
 func NewStore(db *gorm.DB) *Store {
-	return &Store{db: db, hot: store.Prepared(db), glance: &stmtCache{query: glanceSQL}, state: &stmtCache{query: stateSQL},
-		prep: &store.TxStmts{}}
+	return &Store{db: db, hot: store.Prepared(db), prep: &store.TxStmts{}}
 }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
@@ -495,8 +491,8 @@ type Glance struct {
 	Pending bool
 }
 
-// glanceSQL reads a Glance in one statement. It is prepared once per
-// connection on SQLite, since an idle tick is the commonest request of a
+// glanceSQL reads a Glance in one statement. It is kept prepared on SQLite
+// (store.Stmt on the Store's hot handle), since an idle tick is the commonest request of a
 // large world and parsing the statement again would cost as much as
 // running it.
 const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
@@ -513,7 +509,7 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
 		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &pending}
 	var err error
-	if stmt := s.glance.get(s.db); stmt != nil {
+	if stmt := store.Stmt(ctx, s.hot, glanceSQL); stmt != nil {
 		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
 	} else {
 		err = s.q(ctx).Raw(glanceSQL, id).Row().Scan(dest...)
@@ -529,7 +525,7 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 }
 
 // stateSQL reads an NPC's whole state and the times that date its settings
-// in one statement, prepared once per connection on SQLite like glanceSQL.
+// in one statement, kept prepared on SQLite like glanceSQL.
 const stateSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
 	tool_tokens, compactions, awaiting, resume, game_time, last_sleep_at, sleep_mark, history_rev, compaction_note,
 	created_at, updated_at
@@ -549,7 +545,7 @@ func (s *Store) State(ctx context.Context, id string) (*Character, error) {
 		&c.State.Resume, &gameTime, &c.State.LastSleepAt, &c.State.SleepMark, &c.State.HistoryRev, &note,
 		&c.CreatedAt, &c.UpdatedAt}
 	var err error
-	if stmt := s.state.get(s.db); stmt != nil {
+	if stmt := store.Stmt(ctx, s.hot, stateSQL); stmt != nil {
 		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
 	} else {
 		err = s.q(ctx).Raw(stateSQL, id).Row().Scan(dest...)
@@ -563,30 +559,6 @@ func (s *Store) State(ctx context.Context, id string) (*Character, error) {
 	c.State.CompactionNote = note.String
 	c.State.GameTime = gameTime.Time
 	return c, nil
-}
-
-// stmtCache prepares one statement once on a database handle (never inside
-// a transaction, whose connection it could not use).
-type stmtCache struct {
-	query string
-	once  sync.Once
-	stmt  *sql.Stmt
-}
-
-func (sc *stmtCache) get(db *gorm.DB) *sql.Stmt {
-	if sc == nil || !store.IsSQLite(db) {
-		return nil
-	}
-	sc.once.Do(func() {
-		sqlDB, err := db.DB()
-		if err != nil {
-			return
-		}
-		if st, err := sqlDB.Prepare(sc.query); err == nil {
-			sc.stmt = st
-		}
-	})
-	return sc.stmt
 }
 
 // PendingEvents returns up to limit unconsumed events, oldest first.

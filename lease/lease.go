@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -355,13 +356,13 @@ func (m *Manager) Renew(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	var errs []error
-	for chunk := range chunks(idle) {
+	for chunk := range slices.Chunk(idle, renewBatch) {
 		if err := m.db.WithContext(ctx).Exec(`UPDATE npc_leases SET expires_at = 0 WHERE holder = ? AND npc_id IN ?`, m.cfg.Holder, chunk).Error; err != nil {
 			errs = append(errs, fmt.Errorf("lease: release: %w", err))
 		}
 	}
 	var lost []string
-	for chunk := range chunks(keep) {
+	for chunk := range slices.Chunk(keep, renewBatch) {
 		var renewed []string
 		err := m.db.WithContext(ctx).Raw(`UPDATE npc_leases SET expires_at = ? WHERE holder = ? AND npc_id IN ? RETURNING npc_id`,
 			ms(now.Add(m.cfg.TTL)), m.cfg.Holder, chunk).Scan(&renewed).Error
@@ -394,18 +395,6 @@ func (m *Manager) Renew(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func chunks(ids []string) func(func([]string) bool) {
-	return func(yield func([]string) bool) {
-		for len(ids) > 0 {
-			n := min(len(ids), renewBatch)
-			if !yield(ids[:n]) {
-				return
-			}
-			ids = ids[n:]
-		}
-	}
 }
 
 // Close stops renewing and releases every lease this process holds, so

@@ -34,6 +34,20 @@ func Prepared(db *gorm.DB) *gorm.DB {
 	return h
 }
 
+// Stmt returns query prepared on h, a handle Prepared returned, for a hot
+// read that skips gorm; nil when h keeps no statements (not SQLite, a
+// transaction, or past the bound), and the caller runs query through h.
+func Stmt(ctx context.Context, h *gorm.DB, query string) *sql.Stmt {
+	if h == nil {
+		return nil
+	}
+	p, ok := h.Statement.ConnPool.(*stmtPool)
+	if !ok {
+		return nil
+	}
+	return p.stmt(ctx, query)
+}
+
 // stmtPool is a gorm connection pool that prepares each statement text once
 // (database/sql prepares it again on each connection that runs it).
 type stmtPool struct {

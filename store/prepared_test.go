@@ -95,3 +95,41 @@ func TestPadIn(t *testing.T) {
 		}
 	}
 }
+
+// Stmt hands out the statement a Prepared handle keeps, once per text, and
+// nothing for a handle that keeps none.
+func TestStmtIsKeptOnThePreparedHandle(t *testing.T) {
+	db, _ := openFile(t)
+	ctx := context.Background()
+	if err := db.AutoMigrate(&row{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create(&row{ID: 1, Name: "r1"}).Error; err != nil {
+		t.Fatal(err)
+	}
+	if st := store.Stmt(ctx, db, "SELECT name FROM rows WHERE id = ?"); st != nil {
+		t.Fatal("Stmt on a plain handle returned a statement")
+	}
+	h := store.Prepared(db)
+	const q = "SELECT name FROM rows WHERE id = ?"
+	st := store.Stmt(ctx, h, q)
+	if st == nil {
+		t.Fatal("Stmt on a Prepared handle returned nil")
+	}
+	if again := store.Stmt(ctx, h.WithContext(ctx), q); again != st {
+		t.Error("Stmt prepared the same text twice")
+	}
+	var name string
+	if err := st.QueryRowContext(ctx, 1).Scan(&name); err != nil || name != "r1" {
+		t.Fatalf("prepared read = %q, %v; want r1", name, err)
+	}
+	err := h.Transaction(func(tx *gorm.DB) error {
+		if st := store.Stmt(ctx, tx, q); st != nil {
+			t.Error("Stmt inside a transaction returned a statement")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

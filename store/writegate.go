@@ -238,11 +238,7 @@ func (c *gatedConn) QueryContext(ctx context.Context, query string, args []drive
 		return nil, err
 	}
 	rows, err := q.QueryContext(ctx, query, args)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	return &gatedRows{Rows: rows, release: release}, nil
+	return gated(rows, err, release)
 }
 
 func (c *gatedConn) Ping(ctx context.Context) error {
@@ -293,64 +289,64 @@ type gatedStmt struct {
 func (s *gatedStmt) Close() error  { return s.inner.Close() }
 func (s *gatedStmt) NumInput() int { return s.inner.NumInput() }
 
+// Exec and Query are the calls of drivers without contexts; database/sql
+// uses the context forms, which gatedStmt has.
 func (s *gatedStmt) Exec(args []driver.Value) (driver.Result, error) {
-	release, err := s.conn.enter(context.Background(), s.write)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	return s.inner.Exec(args) //nolint:staticcheck // the fallback database/sql itself uses
+	return s.ExecContext(context.Background(), named(args))
 }
 
 func (s *gatedStmt) Query(args []driver.Value) (driver.Rows, error) {
-	release, err := s.conn.enter(context.Background(), s.write)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.inner.Query(args) //nolint:staticcheck // the fallback database/sql itself uses
-	if err != nil {
-		release()
-		return nil, err
-	}
-	return &gatedRows{Rows: rows, release: release}, nil
+	return s.QueryContext(context.Background(), named(args))
 }
 
 func (s *gatedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	e, ok := s.inner.(driver.StmtExecContext)
-	if !ok {
-		vs, err := values(args)
-		if err != nil {
-			return nil, err
-		}
-		return s.Exec(vs)
-	}
 	release, err := s.conn.enter(ctx, s.write)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return e.ExecContext(ctx, args)
+	if e, ok := s.inner.(driver.StmtExecContext); ok {
+		return e.ExecContext(ctx, args)
+	}
+	vs, err := values(args)
+	if err != nil {
+		return nil, err
+	}
+	return s.inner.Exec(vs) //nolint:staticcheck // the fallback database/sql itself uses
 }
 
 func (s *gatedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	q, ok := s.inner.(driver.StmtQueryContext)
-	if !ok {
-		vs, err := values(args)
-		if err != nil {
-			return nil, err
-		}
-		return s.Query(vs)
-	}
 	release, err := s.conn.enter(ctx, s.write)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, args)
+	var rows driver.Rows
+	if q, ok := s.inner.(driver.StmtQueryContext); ok {
+		rows, err = q.QueryContext(ctx, args)
+	} else if vs, verr := values(args); verr != nil {
+		err = verr
+	} else {
+		rows, err = s.inner.Query(vs) //nolint:staticcheck // the fallback database/sql itself uses
+	}
+	return gated(rows, err, release)
+}
+
+// gated returns rows holding the gate until they are closed, or gives the
+// gate back when the query failed.
+func gated(rows driver.Rows, err error, release func()) (driver.Rows, error) {
 	if err != nil {
 		release()
 		return nil, err
 	}
 	return &gatedRows{Rows: rows, release: release}, nil
+}
+
+func named(vs []driver.Value) []driver.NamedValue {
+	args := make([]driver.NamedValue, len(vs))
+	for i, v := range vs {
+		args[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return args
 }
 
 func values(args []driver.NamedValue) ([]driver.Value, error) {

@@ -92,6 +92,20 @@ func TestWriteWaitGivesUp(t *testing.T) {
 	if err := db.Exec(`INSERT INTO rows DEFAULT VALUES`).Error; !errors.Is(err, store.ErrWriteWait) {
 		t.Errorf("write while another holds the gate: %v, want ErrWriteWait", err)
 	}
+	// A prepared statement's write waits at the gate as a plain one does,
+	// with RETURNING too; a prepared read does not.
+	h := store.Prepared(db)
+	if err := h.Exec(`INSERT INTO rows DEFAULT VALUES`).Error; !errors.Is(err, store.ErrWriteWait) {
+		t.Errorf("prepared write while another holds the gate: %v, want ErrWriteWait", err)
+	}
+	var id int64
+	if err := h.Raw(`INSERT INTO rows DEFAULT VALUES RETURNING id`).Scan(&id).Error; !errors.Is(err, store.ErrWriteWait) {
+		t.Errorf("prepared write with RETURNING while another holds the gate: %v, want ErrWriteWait", err)
+	}
+	var pn int64
+	if err := h.Raw(`SELECT count(*) FROM rows`).Scan(&pn).Error; err != nil {
+		t.Errorf("a prepared read waited for the gate: %v", err)
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := db.WithContext(cctx).Transaction(func(tx *gorm.DB) error { return nil }); !errors.Is(err, context.Canceled) {
@@ -107,5 +121,16 @@ func TestWriteWaitGivesUp(t *testing.T) {
 	}
 	if err := db.Exec(`INSERT INTO rows DEFAULT VALUES`).Error; err != nil {
 		t.Errorf("write once the gate is free: %v", err)
+	}
+	if err := h.Raw(`INSERT INTO rows DEFAULT VALUES RETURNING id`).Scan(&id).Error; err != nil {
+		t.Errorf("prepared write once the gate is free: %v", err)
+	}
+	// The gate was given back after each prepared write: a plain write
+	// still gets it.
+	if err := db.Exec(`INSERT INTO rows DEFAULT VALUES`).Error; err != nil {
+		t.Errorf("write after a prepared write: %v", err)
+	}
+	if err := db.Raw(`SELECT count(*) FROM rows`).Scan(&n).Error; err != nil || n != 4 {
+		t.Errorf("%d rows (%v), want 4", n, err)
 	}
 }
