@@ -151,8 +151,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	}
 	defer r.release(x)
 	x.bound = o.Window
-	x.lo = x.scanStart()
-	defer func() { x.bound, x.lo, x.qv, x.semQ = 0, 0, nil, nil }()
+	defer func() { x.bound, x.qv, x.semQ = 0, nil, nil }()
 	qv, err := r.queryVector(ctx, x, query)
 	if errors.Is(err, ErrEmbedding) {
 		r.log.Warn().Err(err).Str("npc", npc).Msg("vector search skipped")
@@ -264,12 +263,12 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	}
 	set := make(map[int32]bool, len(kw)+pool)
 	if haveVec {
-		for _, p := range topNFrom(x.scores, x.lo, pool) {
+		for _, p := range topNFrom(x.scores, x.scanStart(), pool) {
 			set[p] = true
 		}
 	}
 	if haveSem {
-		for _, p := range topNFrom(x.semScores, x.lo, pool) {
+		for _, p := range topNFrom(x.semScores, x.scanStart(), pool) {
 			set[p] = true
 		}
 	}
