@@ -94,18 +94,10 @@ func seedMemories(b *testing.B, e *testEnv, npc string, n int) {
 	}
 }
 
-// BenchmarkSearch100kMemories searches one NPC holding 100k memories with
-// the default retriever (offline embedder, hybrid ranking) and reports the
-// p50 and p99 latency of a search, the index already in memory.
-func BenchmarkSearch100kMemories(b *testing.B) {
-	e := newEnv(b)
-	e.npc(b, "brom", t0)
-	seedMemories(b, e, "brom", 100_000)
-	ret := e.retriever(b)
-	ctx := context.Background()
-	// Queries of common words only, and queries naming a detail word of
-	// every rarity, from everywhere (the first) to once or twice.
-	c := newBenchCorpus()
+// benchQueries returns the search benchmarks' queries over corpus c:
+// queries of common words only, and queries naming a detail word of every
+// rarity, from everywhere (the first) to once or twice.
+func benchQueries(c *benchCorpus) []string {
 	queries := []string{
 		"who lost the rusty sword at the forge?",
 		"what does Alice owe Bob",
@@ -116,6 +108,19 @@ func BenchmarkSearch100kMemories(b *testing.B) {
 		d := c.detail[rank]
 		queries = append(queries, "what happened near "+d, "Mira promised a horse from "+d, "the cursed amulet and "+d+" at the tower")
 	}
+	return queries
+}
+
+// BenchmarkSearch100kMemories searches one NPC holding 100k memories with
+// the default retriever (offline embedder, hybrid ranking) and reports the
+// p50 and p99 latency of a search, the index already in memory.
+func BenchmarkSearch100kMemories(b *testing.B) {
+	e := newEnv(b)
+	e.npc(b, "brom", t0)
+	seedMemories(b, e, "brom", 100_000)
+	ret := e.retriever(b)
+	ctx := context.Background()
+	queries := benchQueries(newBenchCorpus())
 	if _, err := ret.Search(ctx, "brom", queries[0], 10); err != nil { // builds the index
 		b.Fatal(err)
 	}

@@ -43,16 +43,7 @@ func benchSearchMessages(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 	}
-	queries := []string{
-		"who lost the rusty sword at the forge?",
-		"what does Alice owe Bob",
-		"the golden ring hidden near the well",
-		"did anyone repair the broken cart by the mill",
-	}
-	for _, rank := range []int{0, 3, 30, 300, 3000, 19000} {
-		d := c.detail[rank]
-		queries = append(queries, "what happened near "+d, "Mira promised a horse from "+d, "the cursed amulet and "+d+" at the tower")
-	}
+	queries := benchQueries(c)
 	for _, v := range []struct {
 		name   string
 		opts   []Option
@@ -66,7 +57,6 @@ func benchSearchMessages(b *testing.B, n int) {
 			}
 			var took []time.Duration
 			i := 0
-			b.ResetTimer()
 			for b.Loop() {
 				start := time.Now()
 				rs, err := ret.SearchWith(ctx, "brom", queries[i%len(queries)], 10, v.search)

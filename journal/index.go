@@ -95,13 +95,13 @@ type npcIndex struct {
 	sizeHint int64
 	usedHint time.Time
 	// bound is the current search's bound on its work (SearchOptions.Window,
-	// 0 for none); lo is the first position the vector and semantic scans
-	// covered, qv, semQ and semQS the query vectors they used, so ranking
-	// can score an older item a keyword hit brings (vecAt, semAt).
-	bound, lo int
-	qv        []float32
-	semQ      []int8
-	semQS     float32
+	// 0 for none; the scans start at scanStart); qv, semQ and semQS are the
+	// query vectors they used, so ranking can score an older item a keyword
+	// hit brings (vecAt, semAt).
+	bound int
+	qv    []float32
+	semQ  []int8
+	semQS float32
 }
 
 func newIndex(npc string) *npcIndex {

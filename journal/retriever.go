@@ -553,7 +553,7 @@ func (x *npcIndex) scanStart() int {
 // vecAt is item p's cosine with the query of the last scan, computed when
 // p lies before what the scan covered.
 func (x *npcIndex) vecAt(p int32) float32 {
-	if int(p) >= x.lo {
+	if int(p) >= x.scanStart() {
 		return x.scores[p]
 	}
 	d := x.dims

@@ -151,8 +151,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	}
 	defer r.release(x)
 	x.bound = o.Window
-	x.lo = x.scanStart()
-	defer func() { x.bound, x.lo, x.qv, x.semQ = 0, 0, nil, nil }()
+	defer func() { x.bound, x.qv, x.semQ = 0, nil, nil }()
 	qv, err := r.queryVector(ctx, x, query)
 	if errors.Is(err, ErrEmbedding) {
 		r.log.Warn().Err(err).Str("npc", npc).Msg("vector search skipped")
@@ -167,7 +166,8 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	now := r.now(x)
 	pool := max(r.cfg.pool, 4*k)
 	hits := x.keyword(terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
-	ranked := r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
+	named := x.named(terms)
+	ranked := r.rank(x, qv != nil, x.wv != nil, hits, pool, now, named)
 	if r.cfg.wFeedback > 0 && !o.NoFeedback {
 		more, err := r.feedbackTerms(ctx, x, ranked, terms)
 		if err != nil {
@@ -175,7 +175,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		}
 		if len(more) > 0 {
 			hits = addHits(hits, x.keyword(more, pool, 0, r.cfg.lengthNorm), r.cfg.wFeedback)
-			ranked = r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
+			ranked = r.rank(x, qv != nil, x.wv != nil, hits, pool, now, named)
 		}
 	}
 	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows)
@@ -263,12 +263,12 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	}
 	set := make(map[int32]bool, len(kw)+pool)
 	if haveVec {
-		for _, p := range topNFrom(x.scores, x.lo, pool) {
+		for _, p := range topNFrom(x.scores, x.scanStart(), pool) {
 			set[p] = true
 		}
 	}
 	if haveSem {
-		for _, p := range topNFrom(x.semScores, x.lo, pool) {
+		for _, p := range topNFrom(x.semScores, x.scanStart(), pool) {
 			set[p] = true
 		}
 	}
@@ -281,10 +281,14 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 		}
 		return float64(x.semAt(p))
 	}
-	// Cosine is used as is, not scaled to the query's best: a query that
-	// resembles nothing should not make its nearest row look like a match.
-	relevance := func(p int32) float64 {
-		return cfg.wVec*math.Max(0, float64(x.vecAt(p))) + cfg.wKw*kw[p] + cfg.wSem*sem(p)
+	// channels returns item p's score in each channel. Cosine is used as
+	// is, not scaled to the query's best: a query that resembles nothing
+	// should not make its nearest row look like a match.
+	channels := func(p int32) scoreParts {
+		return scoreParts{vector: math.Max(0, float64(x.vecAt(p))), keyword: kw[p], semantic: sem(p), ranked: true}
+	}
+	relevance := func(c scoreParts) float64 {
+		return cfg.wVec*c.vector + cfg.wKw*c.keyword + cfg.wSem*c.semantic
 	}
 	// neighbours returns the perceived messages before and after p (-1
 	// when there is none).
@@ -335,16 +339,16 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	at := make(map[int32]int, len(set))
 	for p := range set {
 		it := x.items[p]
-		rel := relevance(p)
-		parts := scoreParts{vector: math.Max(0, float64(x.vecAt(p))), keyword: kw[p], semantic: sem(p), ranked: true}
+		parts := channels(p)
+		rel := relevance(parts)
 		if cfg.wNeighbour > 0 {
 			nb := 0.0
 			prev, next := neighbours(p)
 			if prev >= 0 {
-				nb = math.Max(nb, cfg.wNeighbour*relevance(prev))
+				nb = math.Max(nb, cfg.wNeighbour*relevance(channels(prev)))
 			}
 			if next >= 0 {
-				nb = math.Max(nb, cfg.wNeighbour*relevance(next))
+				nb = math.Max(nb, cfg.wNeighbour*relevance(channels(next)))
 			}
 			if nb > 0 {
 				parts.neighbour = nb

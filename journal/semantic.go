@@ -202,7 +202,7 @@ func dot8(a, b []int8) int32 {
 // semAt is item p's semantic similarity with the query of the last
 // semantic scan, computed when p lies before what the scan covered.
 func (x *npcIndex) semAt(p int32) float32 {
-	if int(p) >= x.lo {
+	if int(p) >= x.scanStart() {
 		return x.semScores[p]
 	}
 	if x.semQ == nil {
