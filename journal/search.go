@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -307,7 +309,10 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 		return
 	}
 	if cfg.wNeighbour > 0 {
-		for p := range set {
+		// The neighbours of the matches found, not of neighbours added
+		// meanwhile: a map ranged over while it grows may or may not
+		// yield the new keys.
+		for _, p := range slices.Sorted(maps.Keys(set)) {
 			prev, next := neighbours(p)
 			for _, q := range []int32{prev, next} {
 				if q >= 0 {
@@ -337,7 +342,9 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	nowSec := now.Unix()
 	cands := make([]candidate, 0, len(set))
 	at := make(map[int32]int, len(set))
-	for p := range set {
+	// In position order, so that ties (the session pass's best matches,
+	// the final order) fall the same way in every run.
+	for _, p := range slices.Sorted(maps.Keys(set)) {
 		it := x.items[p]
 		parts := channels(p)
 		rel := relevance(parts)
