@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +31,9 @@ type TickOptions struct {
 	JSON    bool          // one JSON object per measurement
 	HTTP    bool          // through the daemon on a loopback port
 	DB      string        // a PostgreSQL URL to measure on; empty for a new SQLite file
+	// CPUProfile, when set, names a file for a CPU profile of the whole
+	// run, preparation included.
+	CPUProfile string
 }
 
 // Check refuses bad options, naming the flag of npcd bench ticks.
@@ -132,6 +137,17 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 			b.Latency, dialect, b.Ticks, b.Workers, b.History, b.Others)
 		fmt.Fprintf(out, "  %-10s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
 			"mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
+	}
+	if b.CPUProfile != "" {
+		f, err := os.Create(b.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var runs []func() (*TickMeasure, error)
 	for _, n := range b.NPCs {
