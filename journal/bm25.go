@@ -19,8 +19,8 @@ import (
 // of that NPC alone. A search therefore touches only the NPC's own rows and
 // its ranking does not change when another NPC's life grows; its cost
 // follows the postings of the query's terms in that NPC's index, never the
-// size of the database. (The FTS5 tables remain for Store.Search, the plain
-// keyword search that needs no index in memory.)
+// size of the database. Store.Search, the plain keyword search that keeps
+// no index in memory, ranks with the same scorer (see keyword.go).
 
 // BM25 parameters: k1 is FTS5's default; bm25B is FTS5's default length
 // normalization, which the retriever lowers (WithLengthNorm).

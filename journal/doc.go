@@ -13,9 +13,9 @@
 // NPC's index with the same Snowball stem (WithExpansion), and what the
 // people a query names said, and the memories about them, gain relevance
 // (WithEntity). Store.Search, the plain keyword search without an index in memory,
-// is SQLite's FTS5 with BM25 over external-content tables kept in step by
-// triggers (migration 3); on PostgreSQL it is PostgreSQL's full-text search,
-// GIN indexes over to_tsvector ranked with ts_rank (migration 4). Vector search ranks, in Go, vectors from an llm.Embedder (an
+// ranks with the same BM25 in Go over the NPC's rows, read at each call, on
+// both dialects; the database keeps no full-text index (migration 5 dropped
+// those of migrations 3 and 4). Vector search ranks, in Go, vectors from an llm.Embedder (an
 // OpenAI-compatible endpoint, or llm.OfflineEmbedder), cached by content
 // hash in the embeddings table and decoded per NPC in memory. A third,
 // semantic channel (WithSemantic) compares meanings: every row gets a

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"unicode"
@@ -9,53 +8,49 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
-	"github.com/npcd/npcd/store"
 )
 
-// Full-text search is SQLite's FTS5: one external-content table per source
-// table (memories, journal entries, the messages of package character),
-// kept in step by triggers, ranked with BM25; Store.Search uses it. Each FTS
-// table indexes the NPC id next to the text, so a query intersects with one
-// NPC's rows inside the index; the id column has weight 0 in BM25, and
-// results are checked against the exact NPC id afterwards, since the
-// tokenizer reads "a-b" and "a_b" alike. The Retriever ranks keywords in
-// memory instead (see npcIndex.keyword).
+// Migrations 3 (SQLite) and 4 (PostgreSQL) made full-text indexes for
+// Store.Search, which migration 5 drops again: Store.Search now ranks in Go
+// over the NPC's own rows (see keyword.go), and the Retriever always did
+// (npcIndex.keyword). The steps stay as they were, since a database records
+// them by version; on a new database 5 undoes at once what 3 or 4 made of
+// its empty tables.
 //
-// The tokenizer is porter (English stemming) over unicode61 with diacritics
-// removed, so "swords" matches "sword" and "café" matches "cafe".
+// Migration 3 made SQLite FTS5 tables: one external-content table per
+// source table (memories, journal entries, the messages of package
+// character), kept in step by triggers on every insert, update and delete.
+// The tokenizer was porter (English stemming) over unicode61 with
+// diacritics removed.
 //
-// On PostgreSQL it is PostgreSQL's own full-text search (migration 4): a GIN
-// index over each source table's to_tsvector expression, with the text
-// search configuration npcd_search (English stemming, like porter, after
-// unaccent where the server has that extension, like remove_diacritics),
-// ranked with ts_rank; see keywordPostgres.
+// Migration 4 made PostgreSQL's full-text search: the text search
+// configuration npcd_search (English stemming, after unaccent where the
+// server has that extension) and a GIN index over each source table's
+// to_tsvector expression.
 const ftsTokenizer = `porter unicode61 remove_diacritics 2`
 
-// ftsTable describes one FTS5 table over a content table, and the
-// PostgreSQL index of the same columns.
+// ftsTable describes one FTS5 table of migration 3 over a content table,
+// and the PostgreSQL index of migration 4 over the same columns.
 type ftsTable struct {
 	name    string   // the FTS table
 	model   any      // the gorm model of the table it indexes
 	cols    []string // indexed columns, character_id first
-	weights string   // bm25 column weights, in cols order
 	content string   // the table it indexes, as gorm names it
-	// tsv is the PostgreSQL tsvector of the text columns (the expression
-	// the GIN index is over, so queries must use it as is), and tsWeights
-	// the ts_rank weights of its labels {D, C, B, A}.
-	tsv, tsWeights string
+	// tsv is the PostgreSQL tsvector of the text columns, the expression
+	// the GIN index is over.
+	tsv string
 }
 
 // ftsTables lists the FTS tables in itemKind order, with their content
 // tables named as gorm names them on db.
 func ftsTables(db *gorm.DB) ([]ftsTable, error) {
 	ts := []ftsTable{
-		{name: "memories_fts", model: &Memory{}, cols: []string{"character_id", "content", "entity"}, weights: "0.0, 1.0, 0.5",
-			tsv:       `(setweight(to_tsvector('npcd_search', coalesce(content, '')), 'A') || setweight(to_tsvector('npcd_search', coalesce(entity, '')), 'B'))`,
-			tsWeights: "{0, 0, 0.5, 1}"},
-		{name: "journal_fts", model: &Entry{}, cols: []string{"character_id", "content"}, weights: "0.0, 1.0",
-			tsv: `to_tsvector('npcd_search', coalesce(content, ''))`, tsWeights: "{1, 0, 0, 0}"},
-		{name: "messages_fts", model: &character.Message{}, cols: []string{"character_id", "content"}, weights: "0.0, 1.0",
-			tsv: `to_tsvector('npcd_search', coalesce(content, ''))`, tsWeights: "{1, 0, 0, 0}"},
+		{name: "memories_fts", model: &Memory{}, cols: []string{"character_id", "content", "entity"},
+			tsv: `(setweight(to_tsvector('npcd_search', coalesce(content, '')), 'A') || setweight(to_tsvector('npcd_search', coalesce(entity, '')), 'B'))`},
+		{name: "journal_fts", model: &Entry{}, cols: []string{"character_id", "content"},
+			tsv: `to_tsvector('npcd_search', coalesce(content, ''))`},
+		{name: "messages_fts", model: &character.Message{}, cols: []string{"character_id", "content"},
+			tsv: `to_tsvector('npcd_search', coalesce(content, ''))`},
 	}
 	for i := range ts {
 		name, err := tableName(db, ts[i].model)
@@ -157,122 +152,58 @@ func tsUp(tx *gorm.DB) error {
 	return nil
 }
 
+// ftsDown drops the FTS5 tables of migration 3 and their triggers (SQLite
+// only). Dropping an FTS5 table drops its shadow tables with it; their
+// pages are reused by later rows (the file shrinks only by a VACUUM).
+func ftsDown(tx *gorm.DB) error {
+	tables, err := ftsTables(tx)
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		for _, s := range []string{
+			`DROP TRIGGER IF EXISTS ` + t.name + `_ai`,
+			`DROP TRIGGER IF EXISTS ` + t.name + `_ad`,
+			`DROP TRIGGER IF EXISTS ` + t.name + `_au`,
+			`DROP TABLE IF EXISTS ` + t.name,
+		} {
+			if err := tx.Exec(s).Error; err != nil {
+				return fmt.Errorf("drop full-text index %s: %w", t.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// tsDown drops the GIN indexes of migration 4 and then the text search
+// configuration npcd_search they use (PostgreSQL only). The unaccent
+// extension stays: migration 4 may not have been the one to create it.
+func tsDown(tx *gorm.DB) error {
+	tables, err := ftsTables(tx)
+	if err != nil {
+		return err
+	}
+	var stmts []string
+	for _, t := range tables {
+		stmts = append(stmts, `DROP INDEX IF EXISTS `+quoteIdent(t.content+"_tsv"))
+	}
+	stmts = append(stmts, `DROP TEXT SEARCH CONFIGURATION IF EXISTS npcd_search`)
+	for _, s := range stmts {
+		if err := tx.Exec(s).Error; err != nil {
+			return fmt.Errorf("drop full-text search: %w", err)
+		}
+	}
+	return nil
+}
+
 // quoteIdent quotes a PostgreSQL identifier.
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // ftsWords splits free text into lowercase words of letters and digits.
 // Everything else — quotes, operators' punctuation (* ^ : + - ( ) { }),
-// control characters — separates words, so no character of user text can
-// reach FTS5 as syntax.
+// control characters — separates words, so a word is never syntax.
 func ftsWords(text string) []string {
 	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-}
-
-// matchTerms builds an FTS5 MATCH expression that matches rows containing
-// any of terms and, when npc is not empty, whose character_id column holds
-// npc. Every term and the NPC id are double-quoted strings, so words such as
-// AND, OR, NOT and NEAR are searched for, never obeyed. It returns "" when
-// there are no terms: the caller then searches nothing.
-func matchTerms(npc string, terms []string) string {
-	if len(terms) == 0 {
-		return ""
-	}
-	quoted := make([]string, len(terms))
-	for i, t := range terms {
-		quoted[i] = ftsQuote(t)
-	}
-	any := strings.Join(quoted, " OR ")
-	if npc == "" {
-		return any
-	}
-	return "character_id : " + ftsQuote(npc) + " AND (" + any + ")"
-}
-
-// ftsQuote makes s an FTS5 string: inside double quotes only a double quote
-// is special, and it is escaped by doubling.
-func ftsQuote(s string) string {
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
-// kwHit is one keyword match: a row of a source table and its BM25 score
-// (higher is better).
-type kwHit struct {
-	kind  itemKind
-	id    int64
-	score float64
-}
-
-// keywordSearch ranks the rows matching the query's terms in every source
-// table, best first per table, at most limit per table. It matches NPC
-// npc's rows, and may return other NPCs' rows too: the caller keeps its
-// NPC's. BM25's statistics here are those of the whole table; the
-// retriever ranks with the NPC's own instead (see npcIndex.keyword).
-func (s *Store) keywordSearch(ctx context.Context, npc string, terms []string, limit int) ([]kwHit, error) {
-	if len(terms) == 0 || limit <= 0 {
-		return nil, nil
-	}
-	tables, err := ftsTables(s.db)
-	if err != nil {
-		return nil, err
-	}
-	if !store.IsSQLite(s.db) {
-		return s.keywordPostgres(ctx, npc, terms, tables, limit)
-	}
-	var out []kwHit
-	match := matchTerms(npc, terms)
-	for i, t := range tables {
-		type row struct {
-			ID    int64
-			Score float64
-		}
-		var rows []row
-		// bm25() is lower for better matches. The content table is not
-		// joined here: reading its rows for every match would cost more
-		// than the search. Hits of another NPC whose id tokenizes alike,
-		// and message summaries (also found as the compaction's
-		// context_synthesis entry), are dropped by the caller, which reads
-		// only the NPC's searchable rows.
-		q := fmt.Sprintf(`SELECT rowid AS id, -bm25(%[1]s, %[2]s) AS score FROM %[1]s
-			WHERE %[1]s MATCH ? ORDER BY bm25(%[1]s, %[2]s) LIMIT ?`, t.name, t.weights)
-		if err := s.q(ctx).Raw(q, match, limit).Scan(&rows).Error; err != nil {
-			return nil, fmt.Errorf("keyword search %s of %q: %w", t.content, npc, err)
-		}
-		for _, r := range rows {
-			out = append(out, kwHit{kind: itemKind(i), id: r.ID, score: r.Score})
-		}
-	}
-	return out, nil
-}
-
-// keywordPostgres is keywordSearch on PostgreSQL: rows of NPC npc whose
-// tsvector matches any term, ranked with ts_rank (normalised by the log of
-// the document's length, as BM25 favours short matches).
-func (s *Store) keywordPostgres(ctx context.Context, npc string, terms []string, tables []ftsTable, limit int) ([]kwHit, error) {
-	// One plainto_tsquery per term, ORed: every term is a bound
-	// parameter, so nothing in it is tsquery syntax.
-	qs := make([]string, len(terms))
-	args := make([]any, len(terms))
-	for i, t := range terms {
-		qs[i] = "plainto_tsquery('npcd_search', ?)"
-		args[i] = t
-	}
-	tsq := "(" + strings.Join(qs, " || ") + ")"
-	var out []kwHit
-	for i, t := range tables {
-		var rows []struct {
-			ID    int64
-			Score float64
-		}
-		q := fmt.Sprintf(`SELECT id, ts_rank('%[1]s', %[2]s, query.q, 1) AS score FROM %[3]s, (SELECT %[4]s AS q) AS query
-			WHERE character_id = ? AND %[2]s @@ query.q ORDER BY score DESC, id DESC LIMIT ?`, t.tsWeights, t.tsv, t.content, tsq)
-		if err := s.q(ctx).Raw(q, append(append(append([]any{}, args...), npc), limit)...).Scan(&rows).Error; err != nil {
-			return nil, fmt.Errorf("keyword search %s of %q: %w", t.content, npc, err)
-		}
-		for _, r := range rows {
-			out = append(out, kwHit{kind: itemKind(i), id: r.ID, score: r.Score})
-		}
-	}
-	return out, nil
 }
 
 // Terms splits text into lowercase search terms, dropping stop words, words

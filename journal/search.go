@@ -428,33 +428,3 @@ func sortCandidates(cs []candidate) {
 		return cs[i].id > cs[j].id
 	})
 }
-
-// Search is the keyword-only search of NPC id's memories, journal entries
-// and messages (BM25 on SQLite, ts_rank on PostgreSQL), without
-// vectors, recency, importance or neighbours. It needs no embedder and no
-// index in memory; a Retriever is what ticks and tools should use.
-func (s *Store) Search(ctx context.Context, id, query string, k int) ([]Result, error) {
-	terms := Terms(query)
-	if len(terms) == 0 || k <= 0 {
-		return nil, nil
-	}
-	k = min(k, MaxK)
-	hits, err := s.keywordSearch(ctx, id, terms, max(2*k, 20))
-	if err != nil {
-		return nil, err
-	}
-	best := 0.0
-	for _, h := range hits {
-		best = math.Max(best, h.score)
-	}
-	cs := make([]candidate, 0, len(hits))
-	for _, h := range hits {
-		if best <= 0 || h.score <= 0 {
-			continue
-		}
-		cs = append(cs, candidate{kind: h.kind, id: h.id, score: h.score / best, parts: scoreParts{keyword: h.score / best}})
-	}
-	sortCandidates(cs)
-	rs, _, err := s.collect(ctx, id, cs, k, terms, DefaultMaxContentBytes, window{}, nil)
-	return rs, err
-}

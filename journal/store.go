@@ -77,7 +77,8 @@ func (s *Store) r(ctx context.Context) *gorm.DB {
 
 // Migrations is this package's schema, in order. Versions 3 (SQLite's FTS5
 // tables) and 4 (PostgreSQL's full-text indexes) index the messages table of
-// package character, whose migrations must be listed before these.
+// package character, whose migrations must be listed before these; version
+// 5 drops them again.
 func Migrations() []store.Migration {
 	return []store.Migration{{
 		Component: "journal", Version: 1, Name: "journal entries",
@@ -101,6 +102,11 @@ func Migrations() []store.Migration {
 	}, {
 		Component: "journal", Version: 4, Name: "PostgreSQL full-text indexes of memories, journal and messages",
 		Postgres: tsUp,
+	}, {
+		// Store.Search ranks in Go over the NPC's own rows (keyword.go):
+		// no commit pays for full-text indexes any more.
+		Component: "journal", Version: 5, Name: "drop the full-text indexes",
+		SQLite: ftsDown, Postgres: tsDown,
 	}}
 }
 
@@ -144,7 +150,7 @@ func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
 var entryColumns = []string{"character_id", "type", "content", "importance", "game_time", "created_at", "consolidated_at", "sources", "metadata"}
 
 // insertEntriesSQL[n] inserts n entries (SQLite), 1 ≤ n ≤
-// character.MaxPreparedRows; the full-text index follows by its triggers.
+// character.MaxPreparedRows.
 var insertEntriesSQL = func() (out [character.MaxPreparedRows + 1]string) {
 	for n := 1; n <= character.MaxPreparedRows; n++ {
 		out[n] = store.InsertSQL("entries", entryColumns, n, "RETURNING `id`")
