@@ -55,7 +55,7 @@ type group struct {
 //
 // Contents longer than maxBytes (when > 0) are cut to a snippet around the
 // query's terms, and a result cites only the parts whose text it keeps.
-func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window, rows *rowCache) ([]Result, bool, error) {
+func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window, cache *rowCache) ([]Result, bool, error) {
 	var out []*group
 	type slot struct {
 		g *group
@@ -97,7 +97,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				continue
 			}
 		}
-		rows, err := s.load(ctx, npc, batch, rows)
+		rows, err := s.load(ctx, npc, batch, cache)
 		if err != nil {
 			return nil, false, err
 		}
@@ -108,7 +108,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				continue
 			}
 			res.Score, res.Parts = c.score, c.parts.asMap()
-			keys := dedupKeys(res)
+			keys := cache.dedupKeys(itemKey{c.kind, c.id}, res)
 			at := slot{i: -1}
 			for _, key := range keys {
 				h, ok := byKey[key]

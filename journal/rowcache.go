@@ -29,6 +29,7 @@ type rowCache struct {
 
 type keptResult struct {
 	res  Result
+	keys []string // dedupKeys(&res), once a search has needed them
 	size int64
 	used uint64
 }
@@ -45,6 +46,31 @@ func (c *rowCache) get(k itemKey) (Result, bool) {
 		c.res[k] = e
 	}
 	return e.res, ok
+}
+
+// dedupKeys returns dedupKeys(res) for res, the result of item k, from
+// the cache when it keeps them.
+func (c *rowCache) dedupKeys(k itemKey, res *Result) []string {
+	if c == nil {
+		return dedupKeys(res)
+	}
+	e, ok := c.res[k]
+	if !ok {
+		return dedupKeys(res)
+	}
+	if e.keys == nil {
+		e.keys = dedupKeys(res)
+		n := int64(24 * len(e.keys))
+		for _, key := range e.keys {
+			n += int64(len(key))
+		}
+		e.size += n
+		c.res[k] = e
+		if c.bytes += n; c.bytes > maxRowBytes {
+			c.shrink(maxRowBytes * 3 / 4)
+		}
+	}
+	return e.keys
 }
 
 // put keeps res, a message's or journal entry's result as load makes it.

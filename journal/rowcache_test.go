@@ -216,7 +216,11 @@ func TestRowCacheStaysWithinItsBounds(t *testing.T) {
 	var c rowCache
 	text := strings.Repeat("the sword has a red hilt ", 20)
 	for id := int64(1); id <= 2000; id++ {
-		c.put(messageResult(id, text, text, []string{"ev"}, t0))
+		res := messageResult(id, text, text, []string{"ev"}, t0)
+		c.put(res)
+		if keys := c.dedupKeys(itemKey{kindMessage, id}, &res); !cmp.Equal(keys, dedupKeys(&res)) {
+			t.Fatalf("kept keys %q, want %q", keys, dedupKeys(&res))
+		}
 		if id == 10 {
 			c.get(itemKey{kindMessage, 1}) // used again: kept longer than 2 to 10
 		}
