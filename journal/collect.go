@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -259,6 +260,18 @@ func mergeSources(dst *character.Sources, src character.Sources) {
 }
 
 func union[T comparable](a, b []T) []T {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a)+len(b) <= 16 {
+		// Sources cite a few rows: a scan costs less than a map.
+		for _, x := range b {
+			if !slices.Contains(a, x) {
+				a = append(a, x)
+			}
+		}
+		return a
+	}
 	seen := make(map[T]bool, len(a))
 	for _, x := range a {
 		seen[x] = true

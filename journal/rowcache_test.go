@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestSearchReadsShownMessagesOnce checks that a search showing the
@@ -264,5 +265,30 @@ func TestRowCacheStaysWithinItsBounds(t *testing.T) {
 	}
 	if _, ok := x.rows.get(itemKey{kindMessage, ids[0]}); ok {
 		t.Error("the refresh kept the oldest message, past its bound")
+	}
+}
+
+// TestUnionKeepsOrderAndDropsRepeats checks union on the short lists it
+// scans and the long ones it hashes alike: a's elements first as they are,
+// then b's missing from a, once each, in order.
+func TestUnionKeepsOrderAndDropsRepeats(t *testing.T) {
+	for _, n := range []int{0, 3, 8, 40} {
+		var a, b, want []int64
+		for i := 0; i < n; i++ {
+			a = append(a, int64(2*i))
+		}
+		want = append(want, a...)
+		for i := 0; i < n; i++ {
+			b = append(b, int64(3*i), int64(3*i))
+			if (3*i)%2 != 0 || 3*i >= 2*n {
+				want = append(want, int64(3*i))
+			}
+		}
+		if got := union(append([]int64{}, a...), b); !cmp.Equal(got, want, cmpopts.EquateEmpty()) {
+			t.Errorf("n=%d: union = %v, want %v", n, got, want)
+		}
+	}
+	if got := union([]string{}, nil); got == nil {
+		t.Error("union of an empty list and nothing is nil, want empty")
 	}
 }
