@@ -25,18 +25,6 @@ func (s *Store) hotQuery(ctx context.Context, query string, args ...any) (*sql.R
 	return s.r(ctx).Raw(query, args...).Rows()
 }
 
-// hotRow is hotQuery for a statement that returns one row.
-func (s *Store) hotRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := store.Stmt(ctx, s.hot, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return s.r(ctx).Raw(query, args...).Row()
-}
-
-// newEntriesSQL reads an NPC's journal entries above an id, for refresh.
-const newEntriesSQL = `SELECT id, content, importance, game_time, sources FROM entries
-	WHERE character_id = ? AND id > ? ORDER BY id`
-
 // newMemoriesSQL reads an NPC's memories changed since a revision, for
 // refresh.
 const newMemoriesSQL = `SELECT id, content, entity, importance, game_time, superseded_by, embedding, embed_model

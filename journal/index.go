@@ -209,49 +209,54 @@ func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
 	if err := r.loadMessages(ctx, x); err != nil {
 		return err
 	}
-	// One statement tells what else changed: the NPC's clock, its memory
-	// revision, and whether a journal entry was added. Most searches read
-	// nothing more.
-	var gameTime sql.NullTime
-	var rev int64
-	var newEntries bool
-	if err := r.store.hotRow(ctx, marksSQL, x.npc, x.npc, x.lastEntry, x.npc).Scan(&gameTime, &rev, &newEntries); err != nil {
+	// One statement tells what else changed and reads the new journal
+	// entries: the NPC's clock, its memory revision, and its entries above
+	// the newest indexed. Most searches read nothing more.
+	rows, err := r.store.hotQuery(ctx, marksSQL, x.npc, x.npc, x.npc, x.lastEntry)
+	if err != nil {
 		return fmt.Errorf("index %q: %w", x.npc, err)
 	}
-	x.gameTime = gameTime.Time
-	if newEntries {
-		if err := r.loadEntries(ctx, x); err != nil {
-			return err
+	defer rows.Close()
+	var (
+		gameTime, entryTime sql.NullTime
+		rev                 int64
+		id, importance      sql.NullInt64
+		content             sql.NullString
+		sources             []byte
+		es                  []newEntry
+		marked              bool
+	)
+	for rows.Next() {
+		if err := rows.Scan(&gameTime, &rev, &id, &content, &importance, &entryTime, &sources); err != nil {
+			return fmt.Errorf("index %q: %w", x.npc, err)
+		}
+		marked = true
+		if id.Valid {
+			es = append(es, newEntry{id: id.Int64, content: content.String, importance: int(importance.Int64), gameTime: entryTime.Time, sources: sources})
 		}
 	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("index %q: %w", x.npc, err)
+	}
+	if !marked {
+		return fmt.Errorf("index %q: %w", x.npc, sql.ErrNoRows)
+	}
+	x.gameTime = gameTime.Time
+	r.indexEntries(x, es)
 	return r.loadMemories(ctx, x, rev)
 }
 
-// loadEntries indexes the NPC's new journal entries.
-func (r *Retriever) loadEntries(ctx context.Context, x *npcIndex) error {
-	type entry struct {
-		id         int64
-		content    string
-		importance int
-		gameTime   time.Time
-		sources    []byte
-	}
-	rows, err := r.store.hotQuery(ctx, newEntriesSQL, x.npc, x.lastEntry)
-	if err != nil {
-		return fmt.Errorf("index journal of %q: %w", x.npc, err)
-	}
-	defer rows.Close()
-	var es []entry
-	for rows.Next() {
-		var e entry
-		if err := rows.Scan(&e.id, &e.content, &e.importance, &e.gameTime, &e.sources); err != nil {
-			return fmt.Errorf("index journal of %q: %w", x.npc, err)
-		}
-		es = append(es, e)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("index journal of %q: %w", x.npc, err)
-	}
+// newEntry is a journal entry a refresh found.
+type newEntry struct {
+	id         int64
+	content    string
+	importance int
+	gameTime   time.Time
+	sources    []byte
+}
+
+// indexEntries indexes the NPC's new journal entries, es, in id order.
+func (r *Retriever) indexEntries(x *npcIndex, es []newEntry) {
 	texts := make([]string, len(es))
 	for i, e := range es {
 		texts[i] = unstamped(e.content)
@@ -268,16 +273,18 @@ func (r *Retriever) loadEntries(ctx context.Context, x *npcIndex) error {
 		}
 		return entryResult(e.id, texts[i], src.V, e.gameTime, e.importance), nil
 	})
-	return nil
 }
 
 // marksSQL reads, for refresh, an NPC's game clock (NULL when it has no
-// row), its memory revision (0 before its first memory) and whether it has
-// a journal entry above an id: one row, whatever exists.
+// row), its memory revision (0 before its first memory) and its journal
+// entries above an id, in id order: a row per entry, each with the clock
+// and revision, or one row with NULL entry columns when there is none.
 const marksSQL = `SELECT characters.game_time,
 	COALESCE((SELECT rev FROM memory_revs WHERE memory_revs.character_id = ?), 0),
-	EXISTS (SELECT 1 FROM entries WHERE entries.character_id = ? AND entries.id > ?)
-	FROM (SELECT 1 AS one) AS one LEFT JOIN characters ON characters.id = ?`
+	entries.id, entries.content, entries.importance, entries.game_time, entries.sources
+	FROM (SELECT 1 AS one) AS one LEFT JOIN characters ON characters.id = ?
+	LEFT JOIN entries ON entries.character_id = ? AND entries.id > ?
+	ORDER BY entries.id`
 
 // newMessagesSQL reads an NPC's searchable messages above an id. state IN
 // (...) lets SQLite seek the (character_id, state, id) index for both
