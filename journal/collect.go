@@ -2,10 +2,13 @@ package journal
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/store"
@@ -53,7 +56,7 @@ type group struct {
 //
 // Contents longer than maxBytes (when > 0) are cut to a snippet around the
 // query's terms, and a result cites only the parts whose text it keeps.
-func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window, rows *rowCache) ([]Result, bool, error) {
+func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window, cache *rowCache) ([]Result, bool, error) {
 	var out []*group
 	type slot struct {
 		g *group
@@ -95,7 +98,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				continue
 			}
 		}
-		rows, err := s.load(ctx, npc, batch, rows)
+		rows, err := s.load(ctx, npc, batch, cache)
 		if err != nil {
 			return nil, false, err
 		}
@@ -106,7 +109,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				continue
 			}
 			res.Score, res.Parts = c.score, c.parts.asMap()
-			keys := dedupKeys(res)
+			keys := cache.dedupKeys(itemKey{c.kind, c.id}, res)
 			at := slot{i: -1}
 			for _, key := range keys {
 				h, ok := byKey[key]
@@ -257,6 +260,18 @@ func mergeSources(dst *character.Sources, src character.Sources) {
 }
 
 func union[T comparable](a, b []T) []T {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a)+len(b) <= 16 {
+		// Sources cite a few rows: a scan costs less than a map.
+		for _, x := range b {
+			if !slices.Contains(a, x) {
+				a = append(a, x)
+			}
+		}
+		return a
+	}
 	seen := make(map[T]bool, len(a))
 	for _, x := range a {
 		seen[x] = true
@@ -289,85 +304,113 @@ func cleanSources(s character.Sources) character.Sources {
 // Messages and journal entries are found in cache first, and those read
 // are added to it.
 func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache) (map[itemKey]*Result, error) {
-	ids := map[itemKind][]int64{}
-	var cached []msgRow
-	var es []Entry
+	var ids [3][]int64
+	out := make(map[itemKey]*Result, len(cs))
 	for _, c := range cs {
-		switch c.kind {
-		case kindMessage:
-			if m, ok := cache.get(c.id); ok {
-				cached = append(cached, m)
-				continue
-			}
-		case kindJournal:
-			if e, ok := cache.getEntry(c.id); ok {
-				es = append(es, e)
+		k := itemKey{c.kind, c.id}
+		if c.kind != kindMemory {
+			if res, ok := cache.get(k); ok {
+				out[k] = &res
 				continue
 			}
 		}
 		ids[c.kind] = append(ids[c.kind], c.id)
 	}
-	out := make(map[itemKey]*Result, len(cs))
-	// The id lists are padded so that the statements keep a few shapes,
-	// which stay prepared.
-	db := s.r(ctx)
-	if len(ids[kindMemory]) > 0 {
-		var ms []Memory
-		if err := db.Select("id, character_id, content, sources, game_time, importance").
-			Where("id IN ?", store.PadIn(ids[kindMemory])).Find(&ms).Error; err != nil {
-			return nil, fmt.Errorf("read memories of %q: %w", npc, err)
-		}
-		for _, m := range ms {
-			if m.CharacterID != npc {
-				continue
+	for kind, list := range ids {
+		for len(list) > 0 {
+			part := list[:min(len(list), maxLoadIDs)]
+			list = list[len(part):]
+			if err := s.loadRows(ctx, npc, itemKind(kind), part, out, cache); err != nil {
+				return nil, err
 			}
-			out[itemKey{kindMemory, m.ID}] = &Result{Kind: KindMemory, ID: m.ID, Content: m.Content, Sources: cleanSources(m.Sources.V),
-				GameTime: m.GameTime.UTC(), Importance: m.Importance}
-		}
-	}
-	if len(ids[kindJournal]) > 0 {
-		var read []Entry
-		if err := db.Select("id, character_id, content, sources, game_time, importance").
-			Where("id IN ?", store.PadIn(ids[kindJournal])).Find(&read).Error; err != nil {
-			return nil, fmt.Errorf("read journal of %q: %w", npc, err)
-		}
-		for _, e := range read {
-			cache.putEntry(e)
-		}
-		es = append(es, read...)
-	}
-	if len(es) > 0 {
-		for _, e := range es {
-			if e.CharacterID != npc {
-				continue
-			}
-			src := e.Sources.V
-			src.JournalIDs = append(append([]int64{}, src.JournalIDs...), e.ID)
-			out[itemKey{kindJournal, e.ID}] = &Result{Kind: KindJournal, ID: e.ID, Content: unstamped(e.Content), Sources: cleanSources(src),
-				GameTime: e.GameTime.UTC(), Importance: e.Importance}
-		}
-	}
-	ms := cached
-	if len(ids[kindMessage]) > 0 {
-		var read []msgRow
-		if err := db.Model(&character.Message{}).Select("id, character_id, summary, content, event_refs, game_time").
-			Where("id IN ?", store.PadIn(ids[kindMessage])).Scan(&read).Error; err != nil {
-			return nil, fmt.Errorf("read messages of %q: %w", npc, err)
-		}
-		for _, m := range read {
-			cache.put(m)
-		}
-		ms = append(ms, read...)
-	}
-	if len(ms) > 0 {
-		for _, m := range ms {
-			if m.CharacterID != npc || m.Summary {
-				continue
-			}
-			out[itemKey{kindMessage, m.ID}] = &Result{Kind: KindMessage, ID: m.ID, Content: unstamped(m.Content),
-				Sources:  cleanSources(character.Sources{MessageIDs: []int64{m.ID}, EventRefs: m.EventRefs.V}),
-				GameTime: m.GameTime.UTC(), Importance: Importance("", m.Content)}
 		}
 	}
 	return out, nil
+}
+
+// loadRows reads the rows of ids, items of kind kind, into out, keeping
+// messages and journal entries in cache.
+func (s *Store) loadRows(ctx context.Context, npc string, kind itemKind, ids []int64, out map[itemKey]*Result, cache *rowCache) error {
+	// The id lists are padded so that the statements keep a few shapes,
+	// which stay prepared.
+	ids = store.PadIn(ids)
+	if s.onLoad != nil {
+		s.onLoad(kind)
+	}
+	rows, err := s.hotQuery(ctx, loadQuery(kind, len(ids)), idArgs(ids)...)
+	if err != nil {
+		return fmt.Errorf("read %s of %q: %w", kindNames[kind], npc, err)
+	}
+	defer rows.Close()
+	var (
+		id         int64
+		owner      string
+		content    string
+		src        sql.RawBytes
+		gameTime   time.Time
+		importance int
+		summary    bool
+	)
+	for rows.Next() {
+		switch kind {
+		case kindMessage:
+			err = rows.Scan(&id, &owner, &summary, &content, &src, &gameTime)
+		default:
+			err = rows.Scan(&id, &owner, &content, &src, &gameTime, &importance)
+		}
+		if err != nil {
+			return fmt.Errorf("read %s of %q: %w", kindNames[kind], npc, err)
+		}
+		k := itemKey{kind, id}
+		if owner != npc || summary || out[k] != nil {
+			continue // a padded id repeats its row
+		}
+		var res Result
+		switch kind {
+		case kindMessage:
+			var refs store.JSON[[]string]
+			if err := refs.Scan([]byte(src)); err != nil {
+				return fmt.Errorf("read messages of %q: event refs of %d: %w", npc, id, err)
+			}
+			res = messageResult(id, content, unstamped(content), refs.V, gameTime)
+		default:
+			var sources store.JSON[character.Sources]
+			if err := sources.Scan([]byte(src)); err != nil {
+				return fmt.Errorf("read %s of %q: sources of %d: %w", kindNames[kind], npc, id, err)
+			}
+			if kind == kindJournal {
+				res = entryResult(id, unstamped(content), sources.V, gameTime, importance)
+			} else {
+				res = Result{Kind: KindMemory, ID: id, Content: content, Sources: cleanSources(sources.V),
+					GameTime: gameTime.UTC(), Importance: importance}
+			}
+		}
+		if kind != kindMemory {
+			cache.put(res)
+		}
+		out[k] = &res
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %s of %q: %w", kindNames[kind], npc, err)
+	}
+	return nil
+}
+
+// kindNames name the kinds of items in errors.
+var kindNames = [3]string{kindMemory: "memories", kindJournal: "journal", kindMessage: "messages"}
+
+// messageResult is what a search shows of a perceived or spoken message;
+// shown is unstamped(content).
+func messageResult(id int64, content, shown string, refs []string, gameTime time.Time) Result {
+	return Result{Kind: KindMessage, ID: id, Content: shown,
+		Sources:  cleanSources(character.Sources{MessageIDs: []int64{id}, EventRefs: refs}),
+		GameTime: gameTime.UTC(), Importance: Importance("", content)}
+}
+
+// entryResult is what a search shows of a journal entry, whose content
+// without stamps is shown: it cites itself besides its sources.
+func entryResult(id int64, shown string, src character.Sources, gameTime time.Time, importance int) Result {
+	src.JournalIDs = append(append([]int64{}, src.JournalIDs...), id)
+	return Result{Kind: KindJournal, ID: id, Content: shown, Sources: cleanSources(src),
+		GameTime: gameTime.UTC(), Importance: importance}
 }

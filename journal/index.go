@@ -13,6 +13,7 @@ import (
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/internal/wordvec"
+	"github.com/npcd/npcd/store"
 )
 
 // item is one searchable row of an NPC in the in-memory index: just what
@@ -205,62 +206,91 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 // journal entries, new and changed memories. It reports errReset when the
 // NPC's rows were deleted under it; the caller starts a new index.
 func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
-	db := r.store.r(ctx)
 	if err := r.loadMessages(ctx, x); err != nil {
 		return err
 	}
-	// One statement tells what else changed: the NPC's clock, its memory
-	// revision, and whether a journal entry was added. Most searches read
-	// nothing more.
-	var gameTime sql.NullTime
-	var rev int64
-	var newEntries bool
-	if err := db.Raw(marksSQL, x.npc, x.npc, x.lastEntry, x.npc).Row().Scan(&gameTime, &rev, &newEntries); err != nil {
+	// One statement tells what else changed and reads the new journal
+	// entries: the NPC's clock, its memory revision, and its entries above
+	// the newest indexed. Most searches read nothing more.
+	rows, err := r.store.hotQuery(ctx, marksSQL, x.npc, x.npc, x.npc, x.lastEntry)
+	if err != nil {
 		return fmt.Errorf("index %q: %w", x.npc, err)
 	}
-	x.gameTime = gameTime.Time
-	if newEntries {
-		// A first load of a whole journal keeps none, and does not read
-		// what only a result shows.
-		keep := x.lastEntry > 0
-		cols := "id, character_id, content, importance, game_time"
-		if keep {
-			cols += ", sources"
+	defer rows.Close()
+	var (
+		gameTime, entryTime sql.NullTime
+		rev                 int64
+		id, importance      sql.NullInt64
+		content             sql.NullString
+		sources             []byte
+		es                  []newEntry
+		marked              bool
+	)
+	for rows.Next() {
+		if err := rows.Scan(&gameTime, &rev, &id, &content, &importance, &entryTime, &sources); err != nil {
+			return fmt.Errorf("index %q: %w", x.npc, err)
 		}
-		var entries []Entry
-		if err := db.Select(cols).
-			Where("character_id = ? AND id > ?", x.npc, x.lastEntry).Order("id").Find(&entries).Error; err != nil {
-			return fmt.Errorf("index journal of %q: %w", x.npc, err)
-		}
-		// As with messages, the few entries a tick added are kept for the
-		// results.
-		keep = keep && len(entries) <= maxKeptNew
-		for _, e := range entries {
-			if keep {
-				x.rows.putEntry(e)
-			}
-			text := unstamped(e.Content)
-			p := x.add(item{id: e.ID, kind: kindJournal, gameTime: e.GameTime.Unix(), imp: int8(e.Importance)}, text)
-			x.pending[p] = text
-			x.lastEntry = e.ID
+		marked = true
+		if id.Valid {
+			es = append(es, newEntry{id: id.Int64, content: content.String, importance: int(importance.Int64), gameTime: entryTime.Time, sources: sources})
 		}
 	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("index %q: %w", x.npc, err)
+	}
+	if !marked {
+		return fmt.Errorf("index %q: %w", x.npc, sql.ErrNoRows)
+	}
+	x.gameTime = gameTime.Time
+	r.indexEntries(x, es)
 	return r.loadMemories(ctx, x, rev)
 }
 
+// newEntry is a journal entry a refresh found.
+type newEntry struct {
+	id         int64
+	content    string
+	importance int
+	gameTime   time.Time
+	sources    []byte
+}
+
+// indexEntries indexes the NPC's new journal entries, es, in id order.
+func (r *Retriever) indexEntries(x *npcIndex, es []newEntry) {
+	texts := make([]string, len(es))
+	for i, e := range es {
+		texts[i] = unstamped(e.content)
+		p := x.add(item{id: e.id, kind: kindJournal, gameTime: e.gameTime.Unix(), imp: int8(e.importance)}, texts[i])
+		x.pending[p] = texts[i]
+		x.lastEntry = e.id
+	}
+	// As with messages, the newest entries are kept for the results.
+	x.rows.keepNewest(len(es), r.cfg.keepBytes, func(i int) (Result, error) {
+		e := es[i]
+		var src store.JSON[character.Sources]
+		if err := src.Scan(e.sources); err != nil {
+			return Result{}, fmt.Errorf("index journal of %q: sources of %d: %w", x.npc, e.id, err)
+		}
+		return entryResult(e.id, texts[i], src.V, e.gameTime, e.importance), nil
+	})
+}
+
 // marksSQL reads, for refresh, an NPC's game clock (NULL when it has no
-// row), its memory revision (0 before its first memory) and whether it has
-// a journal entry above an id: one row, whatever exists.
+// row), its memory revision (0 before its first memory) and its journal
+// entries above an id, in id order: a row per entry, each with the clock
+// and revision, or one row with NULL entry columns when there is none.
 const marksSQL = `SELECT characters.game_time,
 	COALESCE((SELECT rev FROM memory_revs WHERE memory_revs.character_id = ?), 0),
-	EXISTS (SELECT 1 FROM entries WHERE entries.character_id = ? AND entries.id > ?)
-	FROM (SELECT 1 AS one) AS one LEFT JOIN characters ON characters.id = ?`
+	entries.id, entries.content, entries.importance, entries.game_time, entries.sources
+	FROM (SELECT 1 AS one) AS one LEFT JOIN characters ON characters.id = ?
+	LEFT JOIN entries ON entries.character_id = ? AND entries.id > ?
+	ORDER BY entries.id`
 
 // newMessagesSQL reads an NPC's searchable messages above an id. state IN
 // (...) lets SQLite seek the (character_id, state, id) index for both
 // states instead of walking every row of the NPC.
 const newMessagesSQL = `SELECT id, role, content, game_time, event_refs FROM messages
-	WHERE character_id = ? AND state IN ? AND id > ? AND summary = ? AND content <> '' AND role IN ? ORDER BY id`
+	WHERE character_id = ? AND state IN (?, ?) AND id > ? AND summary = ? AND content <> '' AND role IN (?, ?, ?) ORDER BY id`
 
 func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	type msg struct {
@@ -268,11 +298,14 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 		Role      string
 		Content   string
 		GameTime  time.Time
-		EventRefs sql.NullString
+		EventRefs []byte
 	}
-	// Scanned by hand: every search runs this, and gorm's scanning costs
-	// more than the few rows a tick adds.
-	rows, err := r.store.r(ctx).Raw(newMessagesSQL, x.npc, []string{character.StateLive, character.StateArchived}, x.lastMsg, false, searchableRoles).Rows()
+	args := make([]any, 0, 4+len(searchableRoles))
+	args = append(args, x.npc, character.StateLive, character.StateArchived, x.lastMsg, false)
+	for _, role := range searchableRoles {
+		args = append(args, role)
+	}
+	rows, err := r.store.hotQuery(ctx, newMessagesSQL, args...)
 	if err != nil {
 		return fmt.Errorf("index messages of %q: %w", x.npc, err)
 	}
@@ -288,21 +321,10 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("index messages of %q: %w", x.npc, err)
 	}
-	// The few messages a tick added are what the next searches show most:
-	// their rows are kept for the results, which need not read them again.
-	// (A first load of a whole history keeps none.)
-	keep := x.lastMsg > 0 && len(msgs) <= maxKeptNew
-	for _, m := range msgs {
-		if keep {
-			row := msgRow{ID: m.ID, CharacterID: x.npc, Content: m.Content, GameTime: m.GameTime}
-			if m.EventRefs.String != "" {
-				if err := row.EventRefs.Scan(m.EventRefs.String); err != nil {
-					return fmt.Errorf("index messages of %q: event refs of %d: %w", x.npc, m.ID, err)
-				}
-			}
-			x.rows.put(row)
-		}
+	texts := make([]string, len(msgs))
+	for i, m := range msgs {
 		text := unstamped(m.Content)
+		texts[i] = text
 		it := item{id: m.ID, kind: kindMessage, gameTime: m.GameTime.Unix(), imp: int8(Importance("", m.Content)), user: m.Role == "user"}
 		if it.user {
 			it.who = x.whoID(actorOf(text))
@@ -311,6 +333,16 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 		x.pending[p] = text
 		x.lastMsg = m.ID
 	}
+	// The newest messages are what the next searches show most: their
+	// results are kept, so those searches need not read them.
+	x.rows.keepNewest(len(msgs), r.cfg.keepBytes, func(i int) (Result, error) {
+		m := msgs[i]
+		var refs store.JSON[[]string]
+		if err := refs.Scan(m.EventRefs); err != nil {
+			return Result{}, fmt.Errorf("index messages of %q: event refs of %d: %w", x.npc, m.ID, err)
+		}
+		return messageResult(m.ID, m.Content, texts[i], refs.V, m.GameTime), nil
+	})
 	return nil
 }
 
@@ -325,46 +357,48 @@ var searchableRoles = []string{"user", "assistant", "tool"}
 // loadMemories brings the index's memories up to rev, the NPC's memory
 // revision.
 func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex, rev int64) error {
-	db := r.store.r(ctx)
 	switch {
 	case rev < x.memRev:
 		return errReset // the NPC's memories were deleted since the index was built
 	case rev == x.memRev:
 		return nil
 	}
-	var ms []struct {
-		ID           int64
-		Content      string
-		Entity       string
-		Importance   int
-		GameTime     time.Time
-		SupersededBy *int64
-		Embedding    []byte
-		EmbedModel   string
-	}
-	if err := db.Model(&Memory{}).Select("id, content, entity, importance, game_time, superseded_by, embedding, embed_model").
-		Where("character_id = ? AND rev > ?", x.npc, x.memRev).Order("id").Scan(&ms).Error; err != nil {
+	rows, err := r.store.hotQuery(ctx, newMemoriesSQL, x.npc, x.memRev)
+	if err != nil {
 		return fmt.Errorf("index memories of %q: %w", x.npc, err)
 	}
-	for _, m := range ms {
-		var sup int64
-		if m.SupersededBy != nil {
-			sup = *m.SupersededBy
+	defer rows.Close()
+	var (
+		id            int64
+		content       string
+		entity, model sql.NullString
+		importance    int
+		gameTime      time.Time
+		supersededBy  sql.NullInt64
+		embedding     sql.RawBytes
+	)
+	for rows.Next() {
+		if err := rows.Scan(&id, &content, &entity, &importance, &gameTime, &supersededBy, &embedding, &model); err != nil {
+			return fmt.Errorf("index memories of %q: %w", x.npc, err)
 		}
-		if p, ok := x.pos[itemKey{kindMemory, m.ID}]; ok {
+		sup := supersededBy.Int64
+		if p, ok := x.pos[itemKey{kindMemory, id}]; ok {
 			x.items[p].supBy = sup // content never changes; supersession does
 			continue
 		}
-		p := x.add(item{id: m.ID, kind: kindMemory, gameTime: m.GameTime.Unix(), imp: int8(m.Importance), supBy: sup, who: x.whoID(m.Entity)}, m.Content)
-		if m.EmbedModel == r.model && len(m.Embedding) > 0 && (x.dims == 0 || len(m.Embedding) == 4*x.dims) {
-			v, err := DecodeVector(m.Embedding)
+		p := x.add(item{id: id, kind: kindMemory, gameTime: gameTime.Unix(), imp: int8(importance), supBy: sup, who: x.whoID(entity.String)}, content)
+		if model.String == r.model && len(embedding) > 0 && (x.dims == 0 || len(embedding) == 4*x.dims) {
+			v, err := DecodeVector(embedding)
 			if err == nil {
 				if err := x.setVec(p, v); err == nil {
 					continue
 				}
 			}
 		}
-		x.pending[p] = m.Content
+		x.pending[p] = content
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("index memories of %q: %w", x.npc, err)
 	}
 	x.memRev = rev
 	return nil

@@ -116,6 +116,9 @@ type retrieverConfig struct {
 	maxBytes                          int
 	winSpan, winParts                 int
 	winReach                          float64
+	// keepBytes bounds the newest rows a refresh keeps as results
+	// (keepNewBytes; tests turn it off).
+	keepBytes int64
 }
 
 // Option configures a Retriever. Options return ErrBadOption for values
@@ -344,6 +347,7 @@ func NewRetriever(s *Store, opts ...Option) (*Retriever, error) {
 		wNeighbour: DefaultNeighbourWeight, wExpand: DefaultExpansionWeight, wEntity: DefaultEntityWeight, wSem: DefaultSemanticWeight, wSession: DefaultSessionWeight, lengthNorm: DefaultLengthNorm, wFeedback: DefaultFeedbackWeight, halfLife: DefaultHalfLife, cacheBytes: DefaultCacheBytes,
 		maxEmbed: DefaultMaxEmbedPerCall, pool: 100, maxBytes: DefaultMaxContentBytes,
 		winSpan: DefaultWindowSpan, winParts: DefaultWindowParts, winReach: DefaultWindowReach,
+		keepBytes: keepNewBytes,
 	}}
 	for _, o := range opts {
 		if err := o(r); err != nil {

@@ -1,80 +1,131 @@
 package journal
 
 import (
-	"time"
-
-	"github.com/npcd/npcd/store"
+	"sort"
 )
 
-// msgRow is what a search result shows of a message. None of it ever
-// changes once the message is written (ids are never reused), so a cached
-// row never goes stale.
-type msgRow struct {
-	ID          int64
-	CharacterID string
-	Summary     bool
-	Content     string
-	EventRefs   store.JSON[[]string]
-	GameTime    time.Time
-}
-
-// maxRowBytes bounds the message rows one NPC's index keeps for its
-// results; past it the rows are dropped and read again as needed.
+// maxRowBytes bounds the results one NPC's index keeps; past it the least
+// recently used are dropped and read again as needed.
 const maxRowBytes = 256 << 10
 
-// rowCache keeps the messages an NPC's searches showed, so the next search,
-// which mostly shows the same ones, does not read them again. It belongs to
-// the NPC's index and is guarded by its lock; nil caches nothing.
+// keepNewBytes bounds the rows of its newest messages and journal entries
+// a refresh keeps as results (see rowCache): what the next searches show
+// most, a tick's working context above all.
+const keepNewBytes = 64 << 10
+
+// rowCache keeps messages and journal entries of an NPC as its search
+// results show them (load's form, before scoring and joining), so a search
+// showing what an earlier one showed, or what a refresh just indexed, does
+// not read or build them again. Neither kind of row ever changes once
+// written (ids are never reused), so a kept result never goes stale. It
+// belongs to the NPC's index and is guarded by its lock; nil keeps nothing.
 type rowCache struct {
-	rows    map[int64]msgRow
-	entries map[int64]Entry // journal entries, which are never rewritten either
-	bytes   int64
+	res   map[itemKey]keptResult
+	bytes int64
+	// seq orders the uses of kept results, for dropping the least recently
+	// used first.
+	seq uint64
 }
 
-func (c *rowCache) get(id int64) (msgRow, bool) {
+type keptResult struct {
+	res  Result
+	keys []string // dedupKeys(&res), once a search has needed them
+	size int64
+	used uint64
+}
+
+// get returns the kept result of item k.
+func (c *rowCache) get(k itemKey) (Result, bool) {
 	if c == nil {
-		return msgRow{}, false
+		return Result{}, false
 	}
-	m, ok := c.rows[id]
-	return m, ok
+	e, ok := c.res[k]
+	if ok {
+		c.seq++
+		e.used = c.seq
+		c.res[k] = e
+	}
+	return e.res, ok
 }
 
-func (c *rowCache) put(m msgRow) {
+// dedupKeys returns dedupKeys(res) for res, the result of item k, from
+// the cache when it keeps them.
+func (c *rowCache) dedupKeys(k itemKey, res *Result) []string {
+	if c == nil {
+		return dedupKeys(res)
+	}
+	e, ok := c.res[k]
+	if !ok {
+		return dedupKeys(res)
+	}
+	if e.keys == nil {
+		e.keys = dedupKeys(res)
+		n := int64(24 * len(e.keys))
+		for _, key := range e.keys {
+			n += int64(len(key))
+		}
+		e.size += n
+		c.res[k] = e
+		if c.bytes += n; c.bytes > maxRowBytes {
+			c.shrink(maxRowBytes * 3 / 4)
+		}
+	}
+	return e.keys
+}
+
+// put keeps res, a message's or journal entry's result as load makes it.
+func (c *rowCache) put(res Result) {
 	if c == nil {
 		return
 	}
-	c.reserve(int64(len(m.Content)+len(m.CharacterID)+16*len(m.EventRefs.V)) + 96)
-	c.rows[m.ID] = m
+	k := itemKey{kindMessage, res.ID}
+	if res.Kind == KindJournal {
+		k.kind = kindJournal
+	}
+	if c.res == nil {
+		c.res = map[itemKey]keptResult{}
+	}
+	if old, ok := c.res[k]; ok {
+		c.bytes -= old.size
+	}
+	c.seq++
+	size := resultBytes(&res)
+	c.res[k] = keptResult{res: res, size: size, used: c.seq}
+	c.bytes += size
+	if c.bytes > maxRowBytes {
+		c.shrink(maxRowBytes * 3 / 4)
+	}
 }
 
-// getEntry returns a kept journal entry.
-func (c *rowCache) getEntry(id int64) (Entry, bool) {
-	if c == nil {
-		return Entry{}, false
+// shrink drops the least recently used results until at most n bytes are
+// kept.
+func (c *rowCache) shrink(n int64) {
+	type use struct {
+		k    itemKey
+		used uint64
 	}
-	e, ok := c.entries[id]
-	return e, ok
+	uses := make([]use, 0, len(c.res))
+	for k, e := range c.res {
+		uses = append(uses, use{k, e.used})
+	}
+	sort.Slice(uses, func(i, j int) bool { return uses[i].used < uses[j].used })
+	for _, u := range uses {
+		if c.bytes <= n {
+			break
+		}
+		c.bytes -= c.res[u.k].size
+		delete(c.res, u.k)
+	}
 }
 
-// putEntry keeps a journal entry: what a result shows of it (content,
-// sources, game time, importance) and its NPC.
-func (c *rowCache) putEntry(e Entry) {
-	if c == nil {
-		return
+// resultBytes estimates what a kept result holds.
+func resultBytes(r *Result) int64 {
+	src := r.Sources
+	n := len(r.Content) + len(r.Kind) + 8*(len(src.JournalIDs)+len(src.MessageIDs)) + 16*len(src.EventRefs)
+	for _, ref := range src.EventRefs {
+		n += len(ref)
 	}
-	src := e.Sources.V
-	c.reserve(int64(len(e.Content)+len(e.CharacterID)+8*(len(src.JournalIDs)+len(src.MessageIDs))+16*len(src.EventRefs)) + 160)
-	c.entries[e.ID] = Entry{ID: e.ID, CharacterID: e.CharacterID, Content: e.Content, Sources: e.Sources,
-		GameTime: e.GameTime, Importance: e.Importance}
-}
-
-// reserve makes room for n more bytes, starting afresh when the budget
-// would be exceeded.
-func (c *rowCache) reserve(n int64) {
-	if c.rows == nil || c.bytes+n > maxRowBytes {
-		c.rows, c.entries, c.bytes = map[int64]msgRow{}, map[int64]Entry{}, 0
-	}
-	c.bytes += n
+	return int64(n) + 192
 }
 
 func (c *rowCache) size() int64 {
@@ -82,4 +133,29 @@ func (c *rowCache) size() int64 {
 		return 0
 	}
 	return c.bytes
+}
+
+// keepNewest keeps the results of the newest of n rows, in id order, as
+// far as they fit in bound bytes; result(i) makes row i's result. A row
+// whose result cannot be made, and those before it, are left to load,
+// which reports what is wrong with it if a search shows it.
+func (c *rowCache) keepNewest(n int, bound int64, result func(i int) (Result, error)) {
+	if c == nil {
+		return
+	}
+	var rs []Result
+	sum := int64(0)
+	for i := n - 1; i >= 0; i-- {
+		res, err := result(i)
+		if err != nil {
+			break
+		}
+		if sum += resultBytes(&res); sum > bound {
+			break
+		}
+		rs = append(rs, res)
+	}
+	for i := len(rs) - 1; i >= 0; i-- {
+		c.put(rs[i])
+	}
 }

@@ -2,12 +2,13 @@ package journal
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"gorm.io/gorm"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestSearchReadsShownMessagesOnce checks that a search showing the
@@ -19,19 +20,14 @@ func TestSearchReadsShownMessagesOnce(t *testing.T) {
 	e.npc(t, "brom", t0)
 	e.say(t, "brom", t0, []string{"alice says: my sword is lost", "bob says: the forge is cold", "alice says: the sword has a red hilt"}, nil)
 	r := e.retriever(t)
+	r.cfg.keepBytes = 0 // the refresh keeps nothing: the first search reads what it shows
 	var reads atomic.Int64
-	count := func(db *gorm.DB) {
-		// SQLite quotes names with backquotes, PostgreSQL with double quotes.
-		if sql := strings.ReplaceAll(db.Statement.SQL.String(), `"`, "`"); strings.Contains(sql, "FROM `messages` WHERE id IN") {
+	e.jour.onLoad = func(k itemKind) {
+		if k == kindMessage {
 			reads.Add(1)
 		}
 	}
-	if err := e.db.Callback().Query().After("gorm:query").Register("count_message_reads", count); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.db.Callback().Row().After("gorm:row").Register("count_message_reads", count); err != nil {
-		t.Fatal(err)
-	}
+	defer func() { e.jour.onLoad = nil }()
 	first, err := r.Search(ctx, "brom", "sword", 5)
 	if err != nil || len(first) == 0 {
 		t.Fatalf("first search: %v, %v", first, err)
@@ -75,17 +71,12 @@ func TestSearchShowsNewMessagesWithoutReadingThem(t *testing.T) {
 	}
 	e.say(t, "brom", t0, []string{"alice says: my sword is lost", "alice says: the sword has a red hilt"}, []string{"ev-1", "ev-2"})
 	var reads atomic.Int64
-	count := func(db *gorm.DB) {
-		if sql := strings.ReplaceAll(db.Statement.SQL.String(), `"`, "`"); strings.Contains(sql, "FROM `messages` WHERE id IN") {
+	e.jour.onLoad = func(k itemKind) {
+		if k == kindMessage {
 			reads.Add(1)
 		}
 	}
-	if err := e.db.Callback().Query().After("gorm:query").Register("count_new_message_reads", count); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.db.Callback().Row().After("gorm:row").Register("count_new_message_reads", count); err != nil {
-		t.Fatal(err)
-	}
+	defer func() { e.jour.onLoad = nil }()
 	got, err := r.Search(ctx, "brom", "sword", 5)
 	if err != nil {
 		t.Fatal(err)
@@ -128,14 +119,12 @@ func TestSearchKeepsJournalEntries(t *testing.T) {
 	}
 	add("Bob found a sword with a red hilt.")
 	var reads atomic.Int64
-	count := func(db *gorm.DB) {
-		if sql := strings.ReplaceAll(db.Statement.SQL.String(), `"`, "`"); strings.Contains(sql, "FROM `entries` WHERE id IN") {
+	e.jour.onLoad = func(k itemKind) {
+		if k == kindJournal {
 			reads.Add(1)
 		}
 	}
-	if err := e.db.Callback().Query().After("gorm:query").Register("count_entry_reads", count); err != nil {
-		t.Fatal(err)
-	}
+	defer func() { e.jour.onLoad = nil }()
 	got, err := r.Search(ctx, "brom", "sword", 5)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +135,9 @@ func TestSearchKeepsJournalEntries(t *testing.T) {
 	if len(got) != 2 || got[0].Kind != KindJournal || len(got[0].Sources.EventRefs) == 0 {
 		t.Fatalf("search = %+v, want both entries with their sources", got)
 	}
-	cold, err := e.retriever(t).Search(ctx, "brom", "sword", 5)
+	fresh := e.retriever(t)
+	fresh.cfg.keepBytes = 0 // so that it reads the entries
+	cold, err := fresh.Search(ctx, "brom", "sword", 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,5 +146,149 @@ func TestSearchKeepsJournalEntries(t *testing.T) {
 	}
 	if diff := cmp.Diff(cold, got); diff != "" {
 		t.Errorf("kept entries show otherwise than entries read (-read +kept):\n%s", diff)
+	}
+}
+
+// TestKeptResultsEqualReadOnes checks that searches answered from kept
+// results (kept by the refresh that indexed the rows, or by an earlier
+// search) return exactly what searches that read every row return: over
+// messages with and without stamps and event refs, journal entries and
+// memories, before and after new rows arrive.
+func TestKeptResultsEqualReadOnes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "brom", t0)
+	write := func(round int) {
+		t.Helper()
+		var texts, refs []string
+		for i := 0; i < 12; i++ {
+			texts = append(texts, fmt.Sprintf("[2026-11-21 10:%02d] alice says: round %d, the sword %d is at the forge with the red hilt", i, round, i))
+			refs = append(refs, fmt.Sprintf("ev-%d-%d", round, i))
+		}
+		texts = append(texts, fmt.Sprintf("bob says: round %d, I lost my sword\n[2026-11-21 11:00] and the forge is cold", round))
+		e.say(t, "brom", t0, texts, refs[:len(refs)-3])
+		en := &Entry{Type: TypeNote, Content: fmt.Sprintf("Round %d: Alice looked for her sword at the forge.", round), Importance: 6, GameTime: t0}
+		en.Sources.V.EventRefs = []string{fmt.Sprintf("ev-%d-0", round)}
+		en.Sources.V.MessageIDs = []int64{1}
+		if err := e.jour.Add(ctx, "brom", en); err != nil {
+			t.Fatal(err)
+		}
+		m := &Memory{Content: fmt.Sprintf("Alice's sword %d has a red hilt.", round), Entity: "alice", Importance: 7, GameTime: t0}
+		if _, err := e.jour.AddMemory(ctx, "brom", m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queries := []string{"sword", "red hilt forge", "alice round", "cold forge", "bob lost"}
+	search := func(r *Retriever, q string) []Result {
+		t.Helper()
+		got, err := r.Search(ctx, "brom", q, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			t.Fatalf("%q found nothing", q)
+		}
+		return got
+	}
+	write(0)
+	kept := e.retriever(t)
+	for round := 1; round <= 3; round++ {
+		for _, q := range queries {
+			cold := e.retriever(t)
+			cold.cfg.keepBytes = 0
+			want := search(cold, q)
+			if cold.npcs["brom"].rows.size() == 0 {
+				t.Fatal("a search kept no results")
+			}
+			for i := 0; i < 2; i++ {
+				if diff := cmp.Diff(want, search(kept, q)); diff != "" {
+					t.Fatalf("round %d, %q, search %d: kept results differ from read ones (-read +kept):\n%s", round, q, i, diff)
+				}
+			}
+		}
+		write(round)
+	}
+}
+
+// TestRowCacheStaysWithinItsBounds checks that the results an index keeps
+// stay within maxRowBytes, the least recently used dropped first, and that
+// a refresh keeps the results of its newest rows only, within keepNewBytes.
+func TestRowCacheStaysWithinItsBounds(t *testing.T) {
+	var c rowCache
+	text := strings.Repeat("the sword has a red hilt ", 20)
+	for id := int64(1); id <= 2000; id++ {
+		res := messageResult(id, text, text, []string{"ev"}, t0)
+		c.put(res)
+		if keys := c.dedupKeys(itemKey{kindMessage, id}, &res); !cmp.Equal(keys, dedupKeys(&res)) {
+			t.Fatalf("kept keys %q, want %q", keys, dedupKeys(&res))
+		}
+		if id == 10 {
+			c.get(itemKey{kindMessage, 1}) // used again: kept longer than 2 to 10
+		}
+		if c.size() > maxRowBytes {
+			t.Fatalf("after %d results the cache holds %d bytes, over %d", id, c.size(), maxRowBytes)
+		}
+	}
+	if _, ok := c.get(itemKey{kindMessage, 2000}); !ok {
+		t.Error("the newest result was dropped")
+	}
+	if _, ok := c.get(itemKey{kindMessage, 2}); ok {
+		t.Error("the oldest result was kept")
+	}
+	var sum int64
+	for _, k := range c.res {
+		sum += k.size
+	}
+	if sum != c.size() {
+		t.Errorf("the cache counts %d bytes, its results hold %d", c.size(), sum)
+	}
+
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "brom", t0)
+	var texts []string
+	for i := 0; i < 600; i++ {
+		texts = append(texts, fmt.Sprintf("alice says: line %d, %s", i, text))
+	}
+	ids := e.say(t, "brom", t0, texts, nil)
+	r := e.retriever(t)
+	x, err := r.acquire(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.release(x)
+	if n := x.rows.size(); n == 0 || n > keepNewBytes {
+		t.Errorf("a refresh of %d rows kept %d bytes of results, want some within %d", len(ids), n, keepNewBytes)
+	}
+	if _, ok := x.rows.get(itemKey{kindMessage, ids[len(ids)-1]}); !ok {
+		t.Error("the refresh did not keep the newest message")
+	}
+	if _, ok := x.rows.get(itemKey{kindMessage, ids[0]}); ok {
+		t.Error("the refresh kept the oldest message, past its bound")
+	}
+}
+
+// TestUnionKeepsOrderAndDropsRepeats checks union on the short lists it
+// scans and the long ones it hashes alike: a's elements first as they are,
+// then b's missing from a, once each, in order.
+func TestUnionKeepsOrderAndDropsRepeats(t *testing.T) {
+	for _, n := range []int{0, 3, 8, 40} {
+		var a, b, want []int64
+		for i := 0; i < n; i++ {
+			a = append(a, int64(2*i))
+		}
+		want = append(want, a...)
+		for i := 0; i < n; i++ {
+			b = append(b, int64(3*i), int64(3*i))
+			if (3*i)%2 != 0 || 3*i >= 2*n {
+				want = append(want, int64(3*i))
+			}
+		}
+		if got := union(append([]int64{}, a...), b); !cmp.Equal(got, want, cmpopts.EquateEmpty()) {
+			t.Errorf("n=%d: union = %v, want %v", n, got, want)
+		}
+	}
+	if got := union([]string{}, nil); got == nil {
+		t.Error("union of an empty list and nothing is nil, want empty")
 	}
 }

@@ -23,6 +23,9 @@ type Store struct {
 	// prep keeps the inserts of a tick's commit prepared (SQLite), shared
 	// by the Store and those WithTx makes of it.
 	prep *store.TxStmts
+	// onLoad, when set (by tests), is called before each read of the rows
+	// of search results, with their kind.
+	onLoad func(itemKind)
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
