@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,7 +168,8 @@ func runRank(r *Retriever, x *npcIndex, texts []string, qv []float32, terms []st
 		}
 		out.hits = x.keyword(terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
 		named := x.named(terms)
-		out.ranked = r.rank(x, qv != nil, x.wv != nil, out.hits, pool, now, named)
+		// rank's result is in scratch memory the next rank reuses: copy.
+		out.ranked = slices.Clone(r.rank(x, qv != nil, x.wv != nil, out.hits, pool, now, named))
 		out.final = out.ranked
 		if r.cfg.wFeedback > 0 && !o.NoFeedback {
 			if more := feedbackWordsOf(x, texts, out.ranked, terms); len(more) > 0 {
@@ -176,9 +178,7 @@ func runRank(r *Retriever, x *npcIndex, texts []string, qv []float32, terms []st
 			}
 		}
 	}
-	// rank's result may share memory with the index's scratch: copy.
-	out.ranked = append([]candidate(nil), out.ranked...)
-	out.final = append([]candidate(nil), out.final...)
+	out.final = slices.Clone(out.final)
 	out.scores = append([]float32(nil), x.scores...)
 	out.sem = append([]float32(nil), x.semScores...)
 	return out
