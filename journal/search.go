@@ -444,14 +444,44 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 		}
 		rs.next, rs.done = next, done
 	}
-	out := cands[:0]
-	for _, c := range cands {
+	// Sorted through small keys, then copied in order: a candidate is a
+	// hundred bytes, too many to move around in the sort.
+	keys := rs.keys[:0]
+	for i, c := range cands {
 		if c.score > 0 {
-			out = append(out, c)
+			keys = append(keys, candKey{score: c.score, id: c.id, kind: c.kind, i: int32(i)})
 		}
 	}
-	sortCandidates(out)
+	slices.SortFunc(keys, compareCandKeys)
+	out := slices.Grow(rs.sorted[:0], len(keys))
+	for _, k := range keys {
+		out = append(out, cands[k.i])
+	}
+	rs.keys, rs.sorted = keys, out
 	return out
+}
+
+// candKey is what sortCandidates orders a candidate by, and where the
+// candidate is.
+type candKey struct {
+	score float64
+	id    int64
+	kind  itemKind
+	i     int32
+}
+
+// compareCandKeys is the order of sortCandidates.
+func compareCandKeys(a, b candKey) int {
+	if a.score != b.score {
+		if a.score > b.score {
+			return -1
+		}
+		return 1
+	}
+	if a.kind != b.kind {
+		return cmp.Compare(a.kind, b.kind)
+	}
+	return -cmp.Compare(a.id, b.id)
 }
 
 // below puts candidate i strictly below the candidate that replaced it
@@ -512,6 +542,8 @@ type rankScratch struct {
 	rel            []float64
 	next           []int32
 	done           []bool
+	keys           []candKey
+	sorted         []candidate
 }
 
 // reset empties the scratch for an index of n items.
@@ -538,7 +570,7 @@ func (rs *rankScratch) add(p int32) {
 // bytes is what the scratch holds.
 func (rs *rankScratch) bytes() int64 {
 	return int64(cap(rs.inSet)+cap(rs.hasSucc))*8 + int64(cap(rs.set)+cap(rs.top)+cap(rs.next))*4 + int64(cap(rs.kw))*16 +
-		int64(cap(rs.succ))*8 + int64(cap(rs.heap))*8 + int64(cap(rs.cands))*int64(unsafe.Sizeof(candidate{})) + int64(cap(rs.rel))*8 + int64(cap(rs.done))
+		int64(cap(rs.succ))*8 + int64(cap(rs.heap))*8 + int64(cap(rs.cands)+cap(rs.sorted))*int64(unsafe.Sizeof(candidate{})) + int64(cap(rs.keys))*24 + int64(cap(rs.rel))*8 + int64(cap(rs.done))
 }
 
 func bitSet(b []uint64, p int32) bool { return b[p>>6]&(1<<(p&63)) != 0 }
