@@ -64,6 +64,7 @@ type npcIndex struct {
 	totalLen int64
 	kwScores []float32 // scratch for keyword scores, reused by each search
 	rs       rankScratch
+	kwTops   [3]hitHeap // scratch for the keyword channel's best per kind
 	touched  []int32
 	// pending are items still without a vector, with the text to embed.
 	pending   map[int32]string
@@ -112,7 +113,8 @@ func newIndex(npc string) *npcIndex {
 func (x *npcIndex) bytes() int64 {
 	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
 		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
-		int64(cap(x.sem)) + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes()
+		int64(cap(x.sem)) + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
+		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24
 }
 
 // whoID numbers the entity whose name is name (by its first word), 0 for
