@@ -104,6 +104,13 @@ type npcIndex struct {
 	qv    []float32
 	semQ  []int8
 	semQS float32
+	// qSparse is qv's nonzero elements when the scans use them (sparse):
+	// with fewer than a third of qv's elements set, and no vector of the
+	// index holding a NaN or an infinity (nonFinite, which a sparse dot
+	// product would miss).
+	qSparse   sparseVec
+	sparse    bool
+	nonFinite bool
 }
 
 func newIndex(npc string) *npcIndex {
@@ -200,6 +207,9 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 	}
 	copy(x.vecs[int(p)*x.dims:], v)
 	unit(x.vecs[int(p)*x.dims : int(p+1)*x.dims])
+	if !finite(x.vecs[int(p)*x.dims : int(p+1)*x.dims]) {
+		x.nonFinite = true
+	}
 	delete(x.pending, p)
 	return nil
 }

@@ -142,6 +142,7 @@ func feedbackWordsOf(x *npcIndex, texts []string, ranked []candidate, terms []st
 func runRank(r *Retriever, x *npcIndex, texts []string, qv []float32, terms []string, k int, o SearchOptions, ref bool) rankRun {
 	x.bound = o.Window
 	defer func() { x.bound, x.qv, x.semQ = 0, nil, nil }()
+	x.sparse = false
 	var out rankRun
 	now := r.now(x)
 	pool := max(r.cfg.pool, 4*k)
@@ -246,6 +247,12 @@ func TestRankMatchesReference(t *testing.T) {
 		{"heavy", []Option{WithNeighbours(1), WithSession(2), WithEntity(4), WithExpansion(1), WithFeedback(1), WithLengthNorm(1), WithWeights(1, 0.2)}},
 		{"no-semantic", []Option{WithSemantic(0), WithExpansion(0), WithRecency(0, 0)}},
 	}
+	sparse := 0
+	defer func() {
+		if sparse == 0 {
+			t.Error("no search used the sparse dot product")
+		}
+	}()
 	for _, cfg := range configs {
 		r, err := NewRetriever(NewStore(nil), cfg.opts...)
 		if err != nil {
@@ -270,6 +277,9 @@ func TestRankMatchesReference(t *testing.T) {
 					for _, k := range []int{10, 40} {
 						want := runRank(r, x, texts, qv, terms, k, o, true)
 						got := runRank(r, x, texts, qv, terms, k, o, false)
+						if x.sparse {
+							sparse++
+						}
 						where := fmt.Sprintf("%s n=%d query %q %+v k=%d", cfg.name, n, query, o, k)
 						for _, err := range []error{sameFloats(got.scores, want.scores), sameFloats(got.sem, want.sem),
 							sameHits(got.hits, want.hits), sameCandidates(got.ranked, want.ranked),
@@ -333,4 +343,72 @@ func runRankBench(r *Retriever, x *npcIndex, qv []float32, terms []string, k int
 	}
 	hits := x.keyword(terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
 	return r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
+}
+
+// TestSparseDot checks that the sparse dot product returns dot's result to
+// the bit, for vectors of every length (dot adds its last len%4 elements
+// apart) with few or many zeros, negative zeros among them.
+func TestSparseDot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	var sv sparseVec
+	for trial := 0; trial < 20000; trial++ {
+		d := 1 + rng.IntN(40)
+		if trial%10 == 0 {
+			d = 256
+		}
+		a, b := make([]float32, d), make([]float32, d)
+		zeros := rng.Float64()
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+			b[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4)))
+			switch u := rng.Float64(); {
+			case u < zeros/2:
+				a[i] = 0
+			case u < zeros:
+				a[i] = float32(math.Copysign(0, -1))
+			}
+			if rng.IntN(20) == 0 {
+				b[i] = 0
+			}
+			if rng.IntN(50) == 0 {
+				b[i] = -a[i]
+			}
+		}
+		sv.set(a)
+		if got, want := sv.dot(b), dot(a, b); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("d=%d: sparse %v (%x), dot %v (%x)\na=%v\nb=%v", d, got, math.Float32bits(got), want, math.Float32bits(want), a, b)
+		}
+	}
+}
+
+// TestScanNonFinite checks that a vector holding a NaN keeps the scans on
+// the dense dot product, whose NaN the sparse one would miss.
+func TestScanNonFinite(t *testing.T) {
+	x := newIndex("brom")
+	const d = 16
+	for i := 0; i < 4; i++ {
+		p := x.add(item{id: int64(i + 1), kind: kindMemory}, "text")
+		v := make([]float32, d)
+		v[i] = 1
+		if i == 2 {
+			v[9] = float32(math.NaN())
+		}
+		if err := x.setVec(p, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := make([]float32, d)
+	q[0] = 1 // one element set: sparse unless a vector is not finite
+	refScan(x, q)
+	want := slices.Clone(x.scores)
+	x.scan(q)
+	if !x.nonFinite || x.sparse {
+		t.Fatalf("nonFinite %v, sparse %v", x.nonFinite, x.sparse)
+	}
+	if err := sameFloats(x.scores, want); err != nil {
+		t.Fatal(err)
+	}
+	if s := x.vecAt(2); !math.IsNaN(float64(s)) {
+		t.Fatalf("vecAt of the NaN vector: %v", s)
+	}
 }

@@ -527,13 +527,24 @@ func (x *npcIndex) scan(q []float32) {
 		x.scores = make([]float32, n, n+n/4)
 	}
 	x.scores = x.scores[:n]
-	x.qv = q
+	x.qv, x.sparse = q, false
 	d := x.dims
 	if q == nil || d == 0 {
 		clear(x.scores)
 		return
 	}
 	start := x.scanStart()
+	x.qSparse.set(q)
+	x.sparse = !x.nonFinite && len(q) == d && 3*len(x.qSparse.idx) < d
+	if x.sparse {
+		qs := &x.qSparse
+		parallel(n-start, (n-start)*len(qs.idx), func(lo, hi int) {
+			for i := start + lo; i < start+hi; i++ {
+				x.scores[i] = qs.dot(x.vecs[i*d : (i+1)*d])
+			}
+		})
+		return
+	}
 	parallel(n-start, (n-start)*d, func(lo, hi int) {
 		for i := start + lo; i < start+hi; i++ {
 			x.scores[i] = dot(q, x.vecs[i*d:(i+1)*d])
@@ -559,6 +570,9 @@ func (x *npcIndex) vecAt(p int32) float32 {
 	d := x.dims
 	if x.qv == nil || d == 0 {
 		return 0
+	}
+	if x.sparse {
+		return x.qSparse.dot(x.vecs[int(p)*d : int(p+1)*d])
 	}
 	return dot(x.qv, x.vecs[int(p)*d:int(p+1)*d])
 }
