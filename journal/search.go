@@ -299,23 +299,18 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 		rs.add(e.p)
 	}
 	slices.Sort(rs.set)
-	kwAt := func(p int32) float64 {
-		if i, ok := slices.BinarySearchFunc(rs.kw, p, func(e kwPos, p int32) int { return cmp.Compare(e.p, p) }); ok {
-			return rs.kw[i].s
-		}
-		return 0
-	}
 	sem := func(p int32) float64 {
 		if !haveSem {
 			return 0
 		}
 		return float64(x.semAt(p))
 	}
-	// channels returns item p's score in each channel. Cosine is used as
-	// is, not scaled to the query's best: a query that resembles nothing
-	// should not make its nearest row look like a match.
-	channels := func(p int32) scoreParts {
-		return scoreParts{vector: math.Max(0, float64(x.vecAt(p))), keyword: kwAt(p), semantic: sem(p), ranked: true}
+	// channels returns item p's score in each channel, given its keyword
+	// score kw. Cosine is used as is, not scaled to the query's best: a
+	// query that resembles nothing should not make its nearest row look
+	// like a match.
+	channels := func(p int32, kw float64) scoreParts {
+		return scoreParts{vector: math.Max(0, float64(x.vecAt(p))), keyword: kw, semantic: sem(p), ranked: true}
 	}
 	relevance := func(c scoreParts) float64 {
 		return cfg.wVec*c.vector + cfg.wKw*c.keyword + cfg.wSem*c.semantic
@@ -368,17 +363,27 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	// not computed again.
 	cands := slices.Grow(rs.cands[:0], len(set))[:len(set)]
 	rels := slices.Grow(rs.rel[:0], len(set))[:len(set)]
+	k := 0 // kw and set are both in position order
 	for i, p := range set {
 		it := &x.items[p]
-		parts := channels(p)
+		for k < len(kw) && kw[k].p < p {
+			k++
+		}
+		kwp := 0.0
+		if k < len(kw) && kw[k].p == p {
+			kwp = kw[k].s
+		}
+		parts := channels(p, kwp)
 		cands[i] = candidate{p: p, kind: it.kind, id: it.id, parts: parts}
 		rels[i] = relevance(parts)
 	}
+	// Every keyword hit is a candidate: an item that is not has keyword
+	// score 0.
 	relOf := func(q int32) float64 {
 		if bitSet(rs.inSet, q) {
 			return rels[at(q)]
 		}
-		return relevance(channels(q))
+		return relevance(channels(q, 0))
 	}
 	halfLife := cfg.halfLife.Seconds()
 	nowSec := now.Unix()
