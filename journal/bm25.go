@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"container/heap"
 	"math"
 	"unicode"
 	"unicode/utf8"
@@ -192,32 +191,41 @@ func (x *npcIndex) keyword(terms []string, limit int, expand, b float64) []kwHit
 			acc[e.p] += float32(idf * tf * (bm25K1 + 1) / (tf + norm))
 		}
 	}
-	var tops [3]hitHeap
+	tops := &x.kwTops
+	for i := range tops {
+		tops[i] = tops[i][:0]
+	}
 	for _, p := range touched {
 		s := acc[p]
 		acc[p] = 0
 		it := x.items[p]
 		h := &tops[it.kind]
 		hit := kwHit{kind: it.kind, id: it.id, score: float64(s)}
-		if h.Len() < limit {
-			heap.Push(h, hit)
+		if len(*h) < limit {
+			*h = append(*h, hit)
+			h.up(len(*h) - 1)
 		} else if better(hit, (*h)[0]) {
 			(*h)[0] = hit
-			heap.Fix(h, 0)
+			h.down(0)
 		}
 	}
 	x.touched = touched[:0]
-	var out []kwHit
+	out := make([]kwHit, len(tops[0])+len(tops[1])+len(tops[2]))
+	at := 0
 	for i := range tops {
+		// Popped worst first, into place from the end of the kind's run.
 		h := tops[i]
-		start := len(out)
-		for h.Len() > 0 {
-			out = append(out, heap.Pop(&h).(kwHit))
+		at += len(h)
+		for j := at - 1; len(h) > 0; j-- {
+			out[j] = h[0]
+			last := len(h) - 1
+			h[0] = h[last]
+			h = h[:last]
+			h.down(0)
 		}
-		// Popped worst first: reverse to best first.
-		for a, b := start, len(out)-1; a < b; a, b = a+1, b-1 {
-			out[a], out[b] = out[b], out[a]
-		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
@@ -234,13 +242,31 @@ func better(a, b kwHit) bool {
 // hitHeap is a min-heap of hits: the worst on top, to be replaced.
 type hitHeap []kwHit
 
-func (h hitHeap) Len() int           { return len(h) }
-func (h hitHeap) Less(i, j int) bool { return better(h[j], h[i]) }
-func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *hitHeap) Push(v any)        { *h = append(*h, v.(kwHit)) }
-func (h *hitHeap) Pop() any {
-	old := *h
-	v := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return v
+func (h hitHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !better(h[i], h[j]) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (h hitHeap) down(i int) {
+	n := len(h)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && better(h[j], h[j2]) {
+			j = j2
+		}
+		if !better(h[i], h[j]) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }

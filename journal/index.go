@@ -64,6 +64,8 @@ type npcIndex struct {
 	dl       []uint32 // length of each item in words
 	totalLen int64
 	kwScores []float32 // scratch for keyword scores, reused by each search
+	rs       rankScratch
+	kwTops   [3]hitHeap // scratch for the keyword channel's best per kind
 	touched  []int32
 	// pending are items still without a vector, with the text to embed.
 	pending   map[int32]string
@@ -103,6 +105,13 @@ type npcIndex struct {
 	qv    []float32
 	semQ  []int8
 	semQS float32
+	// qSparse is qv's nonzero elements when the scans use them (sparse):
+	// with fewer than a third of qv's elements set, and no vector of the
+	// index holding a NaN or an infinity (nonFinite, which a sparse dot
+	// product would miss).
+	qSparse   sparseVec
+	sparse    bool
+	nonFinite bool
 }
 
 func newIndex(npc string) *npcIndex {
@@ -112,7 +121,8 @@ func newIndex(npc string) *npcIndex {
 func (x *npcIndex) bytes() int64 {
 	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
 		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
-		int64(cap(x.sem)) + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes()
+		int64(cap(x.sem)) + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
+		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24
 }
 
 // whoID numbers the entity whose name is name (by its first word), 0 for
@@ -198,6 +208,9 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 	}
 	copy(x.vecs[int(p)*x.dims:], v)
 	unit(x.vecs[int(p)*x.dims : int(p+1)*x.dims])
+	if !finite(x.vecs[int(p)*x.dims : int(p+1)*x.dims]) {
+		x.nonFinite = true
+	}
 	delete(x.pending, p)
 	return nil
 }

@@ -1,12 +1,12 @@
 package journal
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -531,13 +531,24 @@ func (x *npcIndex) scan(q []float32) {
 		x.scores = make([]float32, n, n+n/4)
 	}
 	x.scores = x.scores[:n]
-	x.qv = q
+	x.qv, x.sparse = q, false
 	d := x.dims
 	if q == nil || d == 0 {
 		clear(x.scores)
 		return
 	}
 	start := x.scanStart()
+	x.qSparse.set(q)
+	x.sparse = !x.nonFinite && len(q) == d && 3*len(x.qSparse.idx) < d
+	if x.sparse {
+		qs := &x.qSparse
+		parallel(n-start, (n-start)*len(qs.idx), func(lo, hi int) {
+			for i := start + lo; i < start+hi; i++ {
+				x.scores[i] = qs.dot(x.vecs[i*d : (i+1)*d])
+			}
+		})
+		return
+	}
 	parallel(n-start, (n-start)*d, func(lo, hi int) {
 		for i := start + lo; i < start+hi; i++ {
 			x.scores[i] = dot(q, x.vecs[i*d:(i+1)*d])
@@ -564,16 +575,10 @@ func (x *npcIndex) vecAt(p int32) float32 {
 	if x.qv == nil || d == 0 {
 		return 0
 	}
-	return dot(x.qv, x.vecs[int(p)*d:int(p+1)*d])
-}
-
-// topNFrom is topN over scores[lo:], positions counted from 0.
-func topNFrom(scores []float32, lo, n int) []int32 {
-	top := topN(scores[lo:], n)
-	for i := range top {
-		top[i] += int32(lo)
+	if x.sparse {
+		return x.qSparse.dot(x.vecs[int(p)*d : int(p+1)*d])
 	}
-	return top
+	return dot(x.qv, x.vecs[int(p)*d:int(p+1)*d])
 }
 
 // parallel runs work over [0, n) in chunks, on every processor when the
@@ -607,23 +612,47 @@ func parallel(n, cost int, work func(lo, hi int)) {
 
 // topN returns the positions of the n highest scores, best first.
 func topN(scores []float32, n int) []int32 {
-	h := &minHeap{}
-	for i, s := range scores {
+	var h []scored
+	return topNAppend(nil, &h, scores, 0, n)
+}
+
+// topNInto appends to dst the positions of the n highest of scores[lo:],
+// counted from 0, best first, in the heap scratch of x.
+func (x *npcIndex) topNInto(dst []int32, scores []float32, lo, n int) []int32 {
+	return topNAppend(dst, &x.rs.heap, scores, lo, n)
+}
+
+// topNAppend appends to dst the positions of the n highest positive
+// scores of scores[lo:], best first, with *h as the heap's memory. Of
+// equal scores at the cut, the earliest positions stay.
+func topNAppend(dst []int32, h *[]scored, scores []float32, lo, n int) []int32 {
+	hp := minHeap((*h)[:0])
+	if n <= 0 {
+		return dst
+	}
+	for i, s := range scores[lo:] {
 		if s <= 0 {
 			continue
 		}
-		if h.Len() < n {
-			heap.Push(h, scored{int32(i), s})
-		} else if s > (*h)[0].s {
-			(*h)[0] = scored{int32(i), s}
-			heap.Fix(h, 0)
+		if len(hp) < n {
+			hp = append(hp, scored{int32(lo + i), s})
+			hp.up(len(hp) - 1)
+		} else if s > hp[0].s {
+			hp[0] = scored{int32(lo + i), s}
+			hp.down(0)
 		}
 	}
-	out := make([]int32, h.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(scored).p
+	*h = hp
+	start := len(dst)
+	dst = slices.Grow(dst, len(hp))[:start+len(hp)]
+	for i := len(dst) - 1; i >= start; i-- {
+		dst[i] = hp[0].p
+		last := len(hp) - 1
+		hp[0] = hp[last]
+		hp = hp[:last]
+		hp.down(0)
 	}
-	return out
+	return dst
 }
 
 type scored struct {
@@ -631,22 +660,44 @@ type scored struct {
 	s float32
 }
 
+// minHeap is a min-heap of scores, the lowest score (then the earliest
+// position) on top.
 type minHeap []scored
 
-func (h minHeap) Len() int { return len(h) }
-func (h minHeap) Less(i, j int) bool {
+func (h minHeap) less(i, j int) bool {
 	if h[i].s != h[j].s {
 		return h[i].s < h[j].s
 	}
 	return h[i].p < h[j].p
 }
-func (h minHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *minHeap) Push(v any)   { *h = append(*h, v.(scored)) }
-func (h *minHeap) Pop() any {
-	old := *h
-	v := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return v
+
+func (h minHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if i == j || !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (h minHeap) down(i int) {
+	n := len(h)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && h.less(j2, j) {
+			j = j2
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }
 
 // MemoryMatch is a memory similar to some content.

@@ -1,14 +1,15 @@
 package journal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/npcd/npcd/character"
 )
@@ -247,115 +248,158 @@ func (r *Retriever) queryVector(ctx context.Context, x *npcIndex, query string) 
 // an entity in named (the actor of a perceived message, the entity of a
 // memory) has its relevance raised: "what does Bob want" is answered by
 // what Bob said, not by what others said to him. It returns them best
-// first.
+// first, in scratch memory of x that the next rank of x reuses.
+//
+// The candidates are kept as a sorted list of positions with a bitmap of
+// the index's positions for membership, not as maps: a search of the
+// working context ranks hundreds of candidates at every tick.
 func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool int, now time.Time, named map[int32]bool) []candidate {
 	cfg := r.cfg
+	rs := &x.rs
+	rs.reset(len(x.items))
 	// BM25 is scaled by the best hit among the NPC's searchable rows (a
 	// summary or another NPC's row is no hit).
-	kw := make(map[int32]float64, len(hits))
+	kw := rs.kw[:0]
 	best := 0.0
 	for _, h := range hits {
 		if p, ok := x.pos[itemKey{h.kind, h.id}]; ok && h.score > 0 {
-			kw[p] = math.Max(kw[p], h.score)
+			kw = append(kw, kwPos{p, h.score})
 			best = math.Max(best, h.score)
 		}
 	}
-	for p := range kw {
-		kw[p] /= best
+	slices.SortFunc(kw, func(a, b kwPos) int { return cmp.Compare(a.p, b.p) })
+	// One entry per position, holding its best hit.
+	j := 0
+	for i, e := range kw {
+		if i > 0 && e.p == kw[j-1].p {
+			kw[j-1].s = math.Max(kw[j-1].s, e.s)
+			continue
+		}
+		kw[j] = e
+		j++
 	}
-	set := make(map[int32]bool, len(kw)+pool)
+	kw = kw[:j]
+	for i := range kw {
+		kw[i].s /= best
+	}
+	rs.kw = kw
 	if haveVec {
-		for _, p := range topNFrom(x.scores, x.scanStart(), pool) {
-			set[p] = true
+		rs.top = x.topNInto(rs.top[:0], x.scores, x.scanStart(), pool)
+		for _, p := range rs.top {
+			rs.add(p)
 		}
 	}
 	if haveSem {
-		for _, p := range topNFrom(x.semScores, x.scanStart(), pool) {
-			set[p] = true
+		rs.top = x.topNInto(rs.top[:0], x.semScores, x.scanStart(), pool)
+		for _, p := range rs.top {
+			rs.add(p)
 		}
 	}
-	for p := range kw {
-		set[p] = true
+	for _, e := range kw {
+		rs.add(e.p)
 	}
+	slices.Sort(rs.set)
 	sem := func(p int32) float64 {
 		if !haveSem {
 			return 0
 		}
 		return float64(x.semAt(p))
 	}
-	// channels returns item p's score in each channel. Cosine is used as
-	// is, not scaled to the query's best: a query that resembles nothing
-	// should not make its nearest row look like a match.
-	channels := func(p int32) scoreParts {
-		return scoreParts{vector: math.Max(0, float64(x.vecAt(p))), keyword: kw[p], semantic: sem(p), ranked: true}
+	// channels returns item p's score in each channel, given its keyword
+	// score kw. Cosine is used as is, not scaled to the query's best: a
+	// query that resembles nothing should not make its nearest row look
+	// like a match.
+	channels := func(p int32, kw float64) scoreParts {
+		return scoreParts{vector: math.Max(0, float64(x.vecAt(p))), keyword: kw, semantic: sem(p), ranked: true}
 	}
 	relevance := func(c scoreParts) float64 {
 		return cfg.wVec*c.vector + cfg.wKw*c.keyword + cfg.wSem*c.semantic
 	}
-	// neighbours returns the perceived messages before and after p (-1
-	// when there is none).
-	neighbours := func(p int32) (prev, next int32) {
-		prev, next = -1, -1
-		rank, ok := x.userRank[p]
-		if !ok {
-			return
-		}
-		if rank > 0 {
-			prev = x.users[rank-1]
-		}
-		if int(rank)+1 < len(x.users) {
-			next = x.users[rank+1]
-		}
-		return
-	}
 	if cfg.wNeighbour > 0 {
 		// The neighbours of the matches found, not of neighbours added
-		// meanwhile: a map ranged over while it grows may or may not
-		// yield the new keys.
-		for _, p := range slices.Sorted(maps.Keys(set)) {
-			prev, next := neighbours(p)
-			for _, q := range []int32{prev, next} {
-				if q >= 0 {
-					set[q] = true
-				}
+		// meanwhile.
+		for _, p := range rs.set[:len(rs.set)] {
+			prev, next := x.neighbours(p)
+			if prev >= 0 {
+				rs.add(prev)
+			}
+			if next >= 0 {
+				rs.add(next)
 			}
 		}
 	}
 	// A superseded memory brings the memories that replaced it along, so
 	// each can be ranked above its predecessor even when the query misses
 	// it.
-	succ := map[int32]int32{}
-	for p := range set {
+	succ := rs.succ[:0]
+	for _, p := range rs.set {
 		for q, hops := p, 0; x.items[q].kind == kindMemory && x.items[q].supBy != 0 && hops < 64; hops++ {
 			next, ok := x.pos[itemKey{kindMemory, x.items[q].supBy}]
 			if !ok {
 				break
 			}
-			succ[q] = next
+			if !bitSet(rs.hasSucc, q) {
+				setBit(rs.hasSucc, q)
+				succ = append(succ, [2]int32{q, next})
+			}
 			q = next
 		}
 	}
-	for p, q := range succ {
-		set[p], set[q] = true, true
+	rs.succ = succ
+	for _, e := range succ {
+		rs.add(e[0])
+		rs.add(e[1])
+	}
+	// In position order, so that ties (the session pass's best matches,
+	// the final order) fall the same way in every run.
+	slices.Sort(rs.set)
+	set := rs.set
+	at := func(p int32) int {
+		i, _ := slices.BinarySearch(set, p)
+		return i
+	}
+	// Each candidate's own channels and relevance first: a candidate's
+	// neighbour is often a candidate too, and its relevance is then read,
+	// not computed again.
+	cands := slices.Grow(rs.cands[:0], len(set))[:len(set)]
+	rels := slices.Grow(rs.rel[:0], len(set))[:len(set)]
+	k := 0 // kw and set are both in position order
+	for i, p := range set {
+		it := &x.items[p]
+		for k < len(kw) && kw[k].p < p {
+			k++
+		}
+		kwp := 0.0
+		if k < len(kw) && kw[k].p == p {
+			kwp = kw[k].s
+		}
+		parts := channels(p, kwp)
+		cands[i] = candidate{p: p, kind: it.kind, id: it.id, parts: parts}
+		rels[i] = relevance(parts)
+	}
+	// Every keyword hit is a candidate: an item that is not has keyword
+	// score 0.
+	relOf := func(q int32) float64 {
+		if bitSet(rs.inSet, q) {
+			return rels[at(q)]
+		}
+		return relevance(channels(q, 0))
 	}
 	halfLife := cfg.halfLife.Seconds()
 	nowSec := now.Unix()
-	cands := make([]candidate, 0, len(set))
-	at := make(map[int32]int, len(set))
-	// In position order, so that ties (the session pass's best matches,
-	// the final order) fall the same way in every run.
-	for _, p := range slices.Sorted(maps.Keys(set)) {
-		it := x.items[p]
-		parts := channels(p)
-		rel := relevance(parts)
+	for i, p := range set {
+		it := &x.items[p]
+		c := &cands[i]
+		parts := c.parts
+		rel := rels[i]
 		if cfg.wNeighbour > 0 {
 			nb := 0.0
-			prev, next := neighbours(p)
+			prev, next := x.neighbours(p)
 			if prev >= 0 {
-				nb = math.Max(nb, cfg.wNeighbour*relevance(channels(prev)))
+				nb = math.Max(nb, cfg.wNeighbour*relOf(prev))
 			}
 			if next >= 0 {
-				nb = math.Max(nb, cfg.wNeighbour*relevance(channels(next)))
+				nb = math.Max(nb, cfg.wNeighbour*relOf(next))
 			}
 			if nb > 0 {
 				parts.neighbour = nb
@@ -381,39 +425,161 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 			s *= supersededFactor
 			parts.superseded = true
 		}
-		at[p] = len(cands)
-		cands = append(cands, candidate{p: p, kind: it.kind, id: it.id, score: s, parts: parts})
+		c.score, c.parts = s, parts
 	}
+	rs.cands, rs.rel = cands, rels
 	x.sessionContext(cands, cfg.wSession)
 	// Every superseded memory ends strictly below the memory that replaced
 	// it, whatever the query; one whose replacement scores nothing scores
 	// nothing.
-	done := map[int32]bool{}
-	var below func(p int32) float64
-	below = func(p int32) float64 {
-		c := &cands[at[p]]
-		q, ok := succ[p]
-		if !ok || done[p] {
-			return c.score
+	if len(succ) > 0 {
+		next := slices.Grow(rs.next[:0], len(set))[:len(set)]
+		for i := range next {
+			next[i] = -1
 		}
-		done[p] = true
-		if rs := below(q); c.score >= rs {
-			c.score = max(0, math.Nextafter(rs, math.Inf(-1)))
+		for _, e := range succ {
+			next[at(e[0])] = int32(at(e[1]))
 		}
-		return c.score
+		done := slices.Grow(rs.done[:0], len(set))[:len(set)]
+		clear(done)
+		for i := range next {
+			if next[i] >= 0 {
+				below(cands, next, done, i)
+			}
+		}
+		rs.next, rs.done = next, done
 	}
-	for p := range succ {
-		below(p)
-	}
-	out := cands[:0]
-	for _, c := range cands {
+	// Sorted through small keys, then copied in order: a candidate is a
+	// hundred bytes, too many to move around in the sort.
+	keys := rs.keys[:0]
+	for i, c := range cands {
 		if c.score > 0 {
-			out = append(out, c)
+			keys = append(keys, candKey{score: c.score, id: c.id, kind: c.kind, i: int32(i)})
 		}
 	}
-	sortCandidates(out)
+	slices.SortFunc(keys, compareCandKeys)
+	out := slices.Grow(rs.sorted[:0], len(keys))
+	for _, k := range keys {
+		out = append(out, cands[k.i])
+	}
+	rs.keys, rs.sorted = keys, out
 	return out
 }
+
+// candKey is what sortCandidates orders a candidate by, and where the
+// candidate is.
+type candKey struct {
+	score float64
+	id    int64
+	kind  itemKind
+	i     int32
+}
+
+// compareCandKeys is the order of sortCandidates.
+func compareCandKeys(a, b candKey) int {
+	if a.score != b.score {
+		if a.score > b.score {
+			return -1
+		}
+		return 1
+	}
+	if a.kind != b.kind {
+		return cmp.Compare(a.kind, b.kind)
+	}
+	return -cmp.Compare(a.id, b.id)
+}
+
+// below puts candidate i strictly below the candidate that replaced it
+// (next[i], -1 for none), after putting that one below its own
+// replacement, and returns its score.
+func below(cands []candidate, next []int32, done []bool, i int) float64 {
+	c := &cands[i]
+	q := next[i]
+	if q < 0 || done[i] {
+		return c.score
+	}
+	done[i] = true
+	if rs := below(cands, next, done, int(q)); c.score >= rs {
+		c.score = max(0, math.Nextafter(rs, math.Inf(-1)))
+	}
+	return c.score
+}
+
+// neighbours returns the perceived messages before and after item p (-1
+// when there is none, or when p is no perceived message).
+func (x *npcIndex) neighbours(p int32) (prev, next int32) {
+	prev, next = -1, -1
+	if !x.items[p].user {
+		return
+	}
+	rank, ok := slices.BinarySearch(x.users, p)
+	if !ok {
+		return
+	}
+	if rank > 0 {
+		prev = x.users[rank-1]
+	}
+	if rank+1 < len(x.users) {
+		next = x.users[rank+1]
+	}
+	return
+}
+
+// kwPos is an item's keyword score in rank.
+type kwPos struct {
+	p int32
+	s float64
+}
+
+// rankScratch is what rank works in, kept in the index between searches so
+// that a search allocates nothing that grows with its candidates: a bitmap
+// of the index's positions for the candidates, and for the memories whose
+// replacement is known; the candidates' positions, in order; the keyword
+// scores by position; and the candidates themselves.
+type rankScratch struct {
+	inSet, hasSucc []uint64
+	set            []int32
+	kw             []kwPos
+	succ           [][2]int32 // a memory's position and its replacement's
+	top            []int32
+	heap           []scored
+	cands          []candidate
+	rel            []float64
+	next           []int32
+	done           []bool
+	keys           []candKey
+	sorted         []candidate
+}
+
+// reset empties the scratch for an index of n items.
+func (rs *rankScratch) reset(n int) {
+	w := (n + 63) / 64
+	if cap(rs.inSet) < w {
+		rs.inSet = make([]uint64, w, w+w/4)
+		rs.hasSucc = make([]uint64, w, w+w/4)
+	}
+	rs.inSet, rs.hasSucc = rs.inSet[:w], rs.hasSucc[:w]
+	clear(rs.inSet)
+	clear(rs.hasSucc)
+	rs.set = rs.set[:0]
+}
+
+// add makes item p a candidate.
+func (rs *rankScratch) add(p int32) {
+	if !bitSet(rs.inSet, p) {
+		setBit(rs.inSet, p)
+		rs.set = append(rs.set, p)
+	}
+}
+
+// bytes is what the scratch holds.
+func (rs *rankScratch) bytes() int64 {
+	return int64(cap(rs.inSet)+cap(rs.hasSucc))*8 + int64(cap(rs.set)+cap(rs.top)+cap(rs.next))*4 + int64(cap(rs.kw))*16 +
+		int64(cap(rs.succ))*8 + int64(cap(rs.heap))*8 + int64(cap(rs.cands)+cap(rs.sorted))*int64(unsafe.Sizeof(candidate{})) + int64(cap(rs.keys))*24 + int64(cap(rs.rel))*8 + int64(cap(rs.done))
+}
+
+func bitSet(b []uint64, p int32) bool { return b[p>>6]&(1<<(p&63)) != 0 }
+func setBit(b []uint64, p int32)      { b[p>>6] |= 1 << (p & 63) }
 
 // sortCandidates orders by score, then newest first, so equal scores rank
 // the same way every time.

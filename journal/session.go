@@ -58,11 +58,24 @@ func (x *npcIndex) sessionContext(cs []candidate, w float64) {
 	if n < 2 {
 		return
 	}
-	mass := make(map[int64]float64, n)
+	// The game days of the best matches and the score each day holds, in
+	// the order the days first appear among them.
+	var days [sessionTop]int64
+	var mass [sessionTop]float64
+	nd := 0
 	total := 0.0
 	for _, i := range top[:n] {
 		c := cs[i]
-		mass[gameDay(x.items[c.p].gameTime)] += c.score
+		d := gameDay(x.items[c.p].gameTime)
+		j := 0
+		for j < nd && days[j] != d {
+			j++
+		}
+		if j == nd {
+			days[j], mass[j] = d, 0
+			nd++
+		}
+		mass[j] += c.score
 		total += c.score
 	}
 	for i := range cs {
@@ -70,7 +83,15 @@ func (x *npcIndex) sessionContext(cs []candidate, w float64) {
 		if c.score <= 0 {
 			continue
 		}
-		share := mass[gameDay(x.items[c.p].gameTime)] / total
+		d := gameDay(x.items[c.p].gameTime)
+		m := 0.0
+		for j := range nd {
+			if days[j] == d {
+				m = mass[j]
+				break
+			}
+		}
+		share := m / total
 		if share <= 0 {
 			continue
 		}

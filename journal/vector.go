@@ -70,6 +70,61 @@ func dot(a, b []float32) float32 {
 	return s0 + s1 + s2 + s3
 }
 
+// sparseVec is a vector's nonzero elements, in order, for dot products
+// with dense vectors: a query embedded by the offline embedder sets a few
+// dozen of its 256 dimensions.
+type sparseVec struct {
+	idx []int32
+	val []float32
+	// head is how many of the elements lie before the last len%4
+	// elements of the dense vector, which dot adds to its first
+	// accumulator.
+	head int
+}
+
+// set makes s the nonzero elements of v.
+func (s *sparseVec) set(v []float32) {
+	s.idx, s.val = s.idx[:0], s.val[:0]
+	tail := int32(len(v) &^ 3)
+	s.head = 0
+	for i, x := range v {
+		if x != 0 {
+			s.idx = append(s.idx, int32(i))
+			s.val = append(s.val, x)
+			if int32(i) < tail {
+				s.head++
+			}
+		}
+	}
+}
+
+// dot is dot(v, b) of the dense vector v that s was set to, to the bit:
+// each element is added to the accumulator dot adds it to, in the same
+// order. The elements it skips add a zero product to an accumulator, which
+// changes nothing (an accumulator starts at +0 and is never −0), so b must
+// be finite: a NaN or an infinity times 0 is not 0.
+func (s *sparseVec) dot(b []float32) float32 {
+	var acc [4]float32
+	val := s.val[:len(s.idx)]
+	for k, i := range s.idx[:s.head] {
+		acc[i&3] += val[k] * b[i]
+	}
+	for k := s.head; k < len(s.idx); k++ {
+		acc[0] += val[k] * b[s.idx[k]]
+	}
+	return acc[0] + acc[1] + acc[2] + acc[3]
+}
+
+// finite reports whether every element of v is a finite number.
+func finite(v []float32) bool {
+	for _, x := range v {
+		if x-x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // unit scales v to length 1 in place; the zero vector stays zero. Remote
 // embedders usually return unit vectors already, but cosine must not depend
 // on it.
