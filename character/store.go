@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -563,12 +564,54 @@ func (s *Store) State(ctx context.Context, id string) (*Character, error) {
 
 // PendingEvents returns up to limit unconsumed events, oldest first.
 func (s *Store) PendingEvents(ctx context.Context, id string, limit int) ([]Event, error) {
+	if limit > 0 {
+		if stmt := store.Stmt(ctx, s.hot, pendingEventsSQL(limit)); stmt != nil {
+			evs, err := scanEvents(ctx, stmt, id)
+			if err != nil {
+				return nil, fmt.Errorf("pending events of %q: %w", id, err)
+			}
+			return evs, nil
+		}
+	}
 	var evs []Event
 	err := s.r(ctx).Where("character_id = ? AND consumed_at IS NULL", id).Order("seq").Limit(limit).Find(&evs).Error
 	if err != nil {
 		return nil, fmt.Errorf("pending events of %q: %w", id, err)
 	}
 	return evs, nil
+}
+
+// eventList is Event's columns in the order scanEvents scans them.
+const eventList = "seq,character_id,ref,kind,actor,actor_id,target,text,room,at,received_at,consumed_at,consumed_tick,message_id"
+
+// pendingEventsSQL reads up to limit pending events of an NPC (SQLite). The
+// limit is written in the text, not bound: a tick's limit is the engine's
+// setting, so the text stays one and its statement stays prepared, and
+// SQLite plans a literal limit once instead of on every run.
+func pendingEventsSQL(limit int) string {
+	return "SELECT " + eventList + " FROM events WHERE character_id = ? AND consumed_at IS NULL ORDER BY seq LIMIT " + strconv.Itoa(limit)
+}
+
+// scanEvents runs the query stmt, which selects eventList, with args.
+func scanEvents(ctx context.Context, stmt *sql.Stmt, args ...any) ([]Event, error) {
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	evs := []Event{} // as gorm gives: empty, not nil
+	for rows.Next() {
+		var e Event
+		if err := rows.Scan(&e.Seq, &e.CharacterID, &e.Ref, &e.Kind, &e.Actor, &e.ActorID, &e.Target, &e.Text, &e.Room,
+			&e.At, &e.ReceivedAt, &e.ConsumedAt, &e.ConsumedTick, &e.MessageID); err != nil {
+			return nil, err
+		}
+		evs = append(evs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return evs, rows.Close()
 }
 
 // PendingCount returns how many events wait for the NPC.
