@@ -85,6 +85,7 @@ func TestHotReadsReadAsTheOrdinaryOnes(t *testing.T) {
 		for _, limit := range []int{1, 2, 5} {
 			check(t, "PendingEvents", func(s *character.Store) (any, error) { return s.PendingEvents(ctx, "brom", limit) })
 		}
+		check(t, "Intake", func(s *character.Store) (any, error) { return s.Intake(ctx, "brom") })
 		check(t, "PendingEvents of an NPC without any", func(s *character.Store) (any, error) { return s.PendingEvents(ctx, "mara", 5) })
 		return nil
 	})

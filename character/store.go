@@ -163,6 +163,20 @@ func (s *Store) Get(ctx context.Context, id string) (*Character, error) {
 // Intake reads what an event post needs of NPC id, not its whole row: its
 // id, its name (who the events may not name) and its auto-tick settings.
 func (s *Store) Intake(ctx context.Context, id string) (*Character, error) {
+	if stmt := store.Stmt(ctx, s.hot, intakeSQL); stmt != nil {
+		c := &Character{ID: id}
+		var on sql.NullBool
+		var debounce, wait sql.NullInt64
+		err := stmt.QueryRowContext(ctx, id).Scan(&c.Name, &on, &debounce, &wait)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load npc %q: %w", id, err)
+		}
+		c.AutoTick = AutoTickSettings{Enabled: on.Bool, DebounceMS: int(debounce.Int64), MaxWaitMS: int(wait.Int64)}
+		return c, nil
+	}
 	var cs []Character
 	err := s.r(ctx).Select("id", "name", "auto_tick_enabled", "auto_tick_debounce_ms", "auto_tick_max_wait_ms").
 		Where("id = ?", id).Limit(1).Find(&cs).Error
@@ -174,6 +188,9 @@ func (s *Store) Intake(ctx context.Context, id string) (*Character, error) {
 	}
 	return &cs[0], nil
 }
+
+// intakeSQL is Intake's statement (SQLite), kept prepared on the hot handle.
+const intakeSQL = "SELECT name, auto_tick_enabled, auto_tick_debounce_ms, auto_tick_max_wait_ms FROM characters WHERE id = ?"
 
 // List returns every NPC ordered by id.
 func (s *Store) List(ctx context.Context) ([]Character, error) {
@@ -426,16 +443,22 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 	err = s.atomically(ctx, func(tx *gorm.DB) error {
 		// Checked in the transaction that inserts, so an event posted while
 		// the NPC is deleted is refused rather than left without its NPC.
-		if _, err := s.WithTx(tx).lockRow(ctx, id); err != nil {
-			return err
-		}
+		// One statement finds the NPC (share-locking its row on
+		// PostgreSQL) and counts its pending events.
 		var pending int64
-		if st, ok := s.prep.Stmt(ctx, tx, pendingSQL); ok {
-			if err := st.QueryRowContext(ctx, id).Scan(&pending); err != nil {
-				return err
-			}
-		} else if err := tx.Model(&Event{}).Where("character_id = ? AND consumed_at IS NULL", id).Count(&pending).Error; err != nil {
-			return err
+		var err error
+		if st, ok := s.prep.Stmt(ctx, tx, inboxSQL); ok {
+			err = st.QueryRowContext(ctx, id).Scan(&pending)
+		} else if store.IsSQLite(tx) {
+			err = tx.Raw(inboxSQL, id).Row().Scan(&pending)
+		} else {
+			err = tx.Raw(inboxSQL+" FOR SHARE", id).Row().Scan(&pending)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+		}
+		if err != nil {
+			return fmt.Errorf("load npc %q: %w", id, err)
 		}
 		now := time.Now().UTC()
 		for i := range evs {
@@ -482,11 +505,12 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 }
 
 // Glance is what a tick needs to decide whether an NPC has anything to
-// answer, and what an idle tick reports: the NPC's counters, token totals
-// and waiting calls, without its settings.
+// answer, and what an idle tick reports: the NPC's whole state, its window
+// and the times that date its settings (as State reads them), without its
+// other settings.
 type Glance struct {
-	// NPC holds the state, the window and max_output_tokens; its other
-	// settings are not read.
+	// NPC holds the state, the window, max_output_tokens and the creation
+	// and update times; its other settings are not read.
 	NPC *Character
 	// Pending is whether an event waits in the inbox.
 	Pending bool
@@ -495,9 +519,10 @@ type Glance struct {
 // glanceSQL reads a Glance in one statement. It is kept prepared on SQLite
 // (store.Stmt on the Store's hot handle), since an idle tick is the commonest request of a
 // large world and parsing the statement again would cost as much as
-// running it.
+// running it. A tick that is not idle goes on with the state it read.
 const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
-	tool_tokens, compactions, awaiting, resume, compaction_note, context_window, max_output_tokens,
+	tool_tokens, compactions, awaiting, resume, game_time, last_sleep_at, sleep_mark, history_rev, compaction_note,
+	created_at, updated_at, context_window, max_output_tokens,
 	EXISTS (SELECT 1 FROM events WHERE events.character_id = characters.id AND consumed_at IS NULL)
 	FROM characters WHERE id = ?`
 
@@ -505,10 +530,12 @@ const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages
 func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 	c := &Character{ID: id}
 	var note sql.NullString
+	var gameTime sql.NullTime
 	var pending bool
 	dest := []any{&c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
-		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &pending}
+		&c.State.Resume, &gameTime, &c.State.LastSleepAt, &c.State.SleepMark, &c.State.HistoryRev, &note,
+		&c.CreatedAt, &c.UpdatedAt, &c.ContextWindow, &c.MaxOutputTokens, &pending}
 	var err error
 	if stmt := store.Stmt(ctx, s.hot, glanceSQL); stmt != nil {
 		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
@@ -522,6 +549,7 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 		return nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	c.State.CompactionNote = note.String
+	c.State.GameTime = gameTime.Time
 	return &Glance{NPC: c, Pending: pending}, nil
 }
 

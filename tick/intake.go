@@ -169,24 +169,31 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 	if err != nil {
 		return 0, 0, err
 	}
+	if e.afterIntake != nil {
+		e.afterIntake()
+	}
 	if err := e.checkEventTimes(ctx, in); err != nil {
 		return 0, 0, err
 	}
 	for i, ev := range in {
-		f := fmt.Sprintf("events[%d].actor", i)
-		switch {
-		case ev.ActorName != "":
-			f += "_name"
-		case ev.Actor == "" && ev.ActorID != "":
-			f += "_id" // the id is the name
+		// The field an error names, made only for an error.
+		field := func() string {
+			f := fmt.Sprintf("events[%d].actor", i)
+			switch {
+			case ev.ActorName != "":
+				f += "_name"
+			case ev.Actor == "" && ev.ActorID != "":
+				f += "_id" // the id is the name
+			}
+			return f
 		}
 		switch {
 		case ev.Self && evs[i].Actor != "" && !isSelf(evs[i].Actor, c):
-			return 0, 0, &ValueError{Field: f, Message: fmt.Sprintf("names %q, but the event says it is the NPC's own act (self); leave actor empty or name the NPC", evs[i].Actor)}
+			return 0, 0, &ValueError{Field: field(), Message: fmt.Sprintf("names %q, but the event says it is the NPC's own act (self); leave actor empty or name the NPC", evs[i].Actor)}
 		case ev.Self:
 			evs[i].Actor, evs[i].ActorID = c.Name, ""
 		case isSelf(evs[i].Actor, c):
-			return 0, 0, &ValueError{Field: f, Message: fmt.Sprintf("is the NPC itself (%q); send \"self\": true when the event is the NPC's own act as the game resolved it", evs[i].Actor)}
+			return 0, 0, &ValueError{Field: field(), Message: fmt.Sprintf("is the NPC itself (%q); send \"self\": true when the event is the NPC's own act as the game resolved it", evs[i].Actor)}
 		}
 	}
 	accepted, duplicates, err = e.deps.Characters.AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)
