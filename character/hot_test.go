@@ -2,6 +2,8 @@ package character_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +94,53 @@ func TestHotReadsReadAsTheOrdinaryOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A tool result is measured before its insert with the id it is expected
+// to get; whether the guess holds or not (another writer took ids in
+// between), the stored counts are those of the id it got.
+func TestToolResultsAreMeasuredWithTheirIDs(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	s := character.NewStore(db)
+	other := character.NewStore(db) // a writer s does not see
+	putNPC(t, s, "brom")
+	long := strings.Repeat("the forge is hot and the bellows are loud. ", 200) // offloaded
+	check := func(t *testing.T) {
+		t.Helper()
+		ms, err := s.History(ctx, "brom", character.HistoryQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			want := m
+			character.Measure(&want, counter, character.DefaultOffloadBytes)
+			if m.Tokens != want.Tokens || m.ViewTokens != want.ViewTokens || m.MaskTokens != want.MaskTokens || m.Offloaded != want.Offloaded {
+				t.Errorf("message %d (%s) stored %d/%d/%d/%v, measures %d/%d/%d/%v", m.ID, m.Role, m.Tokens, m.ViewTokens, m.MaskTokens,
+					m.Offloaded, want.Tokens, want.ViewTokens, want.MaskTokens, want.Offloaded)
+			}
+		}
+		checkTotals(t, s, "brom")
+	}
+	call := character.ToolCall{ID: "c1", Name: "look", Args: "{}"}
+	round := func(turn int64) {
+		appendMsgs(t, s, "brom", assistant(turn, call), toolResult(turn, "c1", "look", "a small forge"),
+			toolResult(turn, "c2", "look", long))
+	}
+	round(1) // nothing guessed yet
+	round(2) // the guess holds
+	check(t)
+	for i := range 3 { // the ids move on past the guess
+		appendMsgs(t, other, "brom", user(3, fmt.Sprintf("filler %d", i)))
+	}
+	round(4) // the guess is wrong
+	check(t)
+	// By many digits' worth, so the counts of the placeholders differ.
+	putNPC(t, s, "mara")
+	if err := db.Create(&character.Message{ID: 123456789012, CharacterID: "mara", State: character.StateLive, Role: "user"}).Error; err != nil {
+		t.Fatal(err)
+	}
+	round(4) // the guess is wrong
+	round(5)
+	check(t)
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -28,15 +29,22 @@ type Store struct {
 	// prep keeps a tick commit's statements prepared (SQLite), shared by
 	// the Store and those WithTx makes of it.
 	prep *store.TxStmts
+	// nextMsg is the id the next message inserted is expected to get (0:
+	// unknown), shared like prep: the id after the last one an insert
+	// returned. A tool result is measured with it before its insert, since
+	// its placeholders name its id; a wrong guess costs a second measure.
+	nextMsg *atomic.Int64
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
 func NewStore(db *gorm.DB) *Store {
-	return &Store{db: db, hot: store.Prepared(db), prep: &store.TxStmts{}}
+	return &Store{db: db, hot: store.Prepared(db), prep: &store.TxStmts{}, nextMsg: new(atomic.Int64)}
 }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
-func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, inTx: true, prep: s.prep} }
+func (s *Store) WithTx(tx *gorm.DB) *Store {
+	return &Store{db: tx, inTx: true, prep: s.prep, nextMsg: s.nextMsg}
+}
 
 // atomically runs fn in a transaction of its own, or, for a Store made by
 // WithTx, in the caller's: the caller's transaction stores all or nothing
@@ -811,16 +819,22 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 		return HistoryDelta{}, nil
 	}
 	db := s.q(ctx)
-	for _, m := range msgs {
-		m.ID = 0
+	// guess is the id msgs[0] is expected to get; the others follow it.
+	guess := s.nextMsg.Load()
+	for i, m := range msgs {
 		m.CharacterID = id
 		m.State = StateLive
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = time.Now().UTC()
 		}
-		if m.Role != "tool" {
+		if m.Role != "tool" || guess > 0 {
+			m.ID = 0
+			if m.Role == "tool" {
+				m.ID = guess + int64(i)
+			}
 			Measure(m, c, offloadBytes)
 		}
+		m.ID = 0
 	}
 	if done, err := s.insertMessages(ctx, db, msgs); err != nil {
 		return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
@@ -829,9 +843,13 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 			return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
 		}
 	}
+	if last := msgs[len(msgs)-1].ID; last > 0 {
+		s.nextMsg.Store(last + 1)
+	}
 	d := HistoryDelta{Appended: true}
-	for _, m := range msgs {
-		if m.Role == "tool" {
+	for i, m := range msgs {
+		if m.Role == "tool" && (guess <= 0 || m.ID != guess+int64(i)) {
+			// Measured with another id than it got.
 			Measure(m, c, offloadBytes)
 			var err error
 			if st, ok := s.prep.Stmt(ctx, db, measuredSQL); ok {
