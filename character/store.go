@@ -513,12 +513,11 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 }
 
 // Glance is what a tick needs to decide whether an NPC has anything to
-// answer, and what an idle tick reports: the NPC's whole state, its window
-// and the times that date its settings (as State reads them), without its
-// other settings.
+// answer, and what an idle tick reports: the NPC's counters, token totals
+// and waiting calls, without its settings.
 type Glance struct {
-	// NPC holds the state, the window, max_output_tokens and the creation
-	// and update times; its other settings are not read.
+	// NPC holds the state, the window and max_output_tokens; its other
+	// settings are not read.
 	NPC *Character
 	// Pending is whether an event waits in the inbox.
 	Pending bool
@@ -527,10 +526,9 @@ type Glance struct {
 // glanceSQL reads a Glance in one statement. It is kept prepared on SQLite
 // (store.Stmt on the Store's hot handle), since an idle tick is the commonest request of a
 // large world and parsing the statement again would cost as much as
-// running it. A tick that is not idle goes on with the state it read.
+// running it.
 const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
-	tool_tokens, compactions, awaiting, resume, game_time, last_sleep_at, sleep_mark, history_rev, compaction_note,
-	created_at, updated_at, context_window, max_output_tokens,
+	tool_tokens, compactions, awaiting, resume, compaction_note, context_window, max_output_tokens,
 	EXISTS (SELECT 1 FROM events WHERE events.character_id = characters.id AND consumed_at IS NULL)
 	FROM characters WHERE id = ?`
 
@@ -538,12 +536,10 @@ const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages
 func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 	c := &Character{ID: id}
 	var note sql.NullString
-	var gameTime sql.NullTime
 	var pending bool
 	dest := []any{&c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
-		&c.State.Resume, &gameTime, &c.State.LastSleepAt, &c.State.SleepMark, &c.State.HistoryRev, &note,
-		&c.CreatedAt, &c.UpdatedAt, &c.ContextWindow, &c.MaxOutputTokens, &pending}
+		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &pending}
 	var err error
 	if stmt := store.Stmt(ctx, s.hot, glanceSQL); stmt != nil {
 		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
@@ -557,7 +553,6 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 		return nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	c.State.CompactionNote = note.String
-	c.State.GameTime = gameTime.Time
 	return &Glance{NPC: c, Pending: pending}, nil
 }
 

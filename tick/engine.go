@@ -411,14 +411,16 @@ func settingsRev(c *character.Character) time.Time {
 	return c.UpdatedAt.Truncate(time.Microsecond)
 }
 
-// npcOf returns the NPC whole given st, its state and the times that date
-// its settings as read by character.Store.Glance (or State): its settings
-// from memory when those held are the ones these times date, else read
-// with the rest of its row. Settings change only with the update time (a
-// PUT or PATCH, by any daemon), and a deleted NPC created again has
-// another creation time.
-func (e *Engine) npcOf(ctx context.Context, st *character.Character) (*character.Character, error) {
-	id := st.ID
+// npc returns NPC id whole: its state and the times that date its settings
+// read (character.Store.State), its settings from memory when those held
+// are the ones these times date, else read with the rest of its row.
+// Settings change only with the update time (a PUT or PATCH, by any
+// daemon), and a deleted NPC created again has another creation time.
+func (e *Engine) npc(ctx context.Context, id string) (*character.Character, error) {
+	st, err := e.deps.Characters.State(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	if v, ok := e.settings.Load(id); ok {
 		held := v.(*character.Character)
 		if settingsRev(held).Equal(settingsRev(st)) && held.CreatedAt.Truncate(time.Microsecond).Equal(st.CreatedAt.Truncate(time.Microsecond)) {

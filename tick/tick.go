@@ -106,9 +106,7 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	if !g.Pending && !g.NPC.State.Resume {
 		return e.idleWithKey(ctx, g.NPC, key)
 	}
-	// The glance read the whole state under the NPC's lock: the tick goes
-	// on from it.
-	c, err := e.npcOf(ctx, g.NPC)
+	c, err := e.npc(ctx, id)
 	if err != nil {
 		return nil, err
 	}
