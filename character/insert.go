@@ -81,8 +81,10 @@ func (s *Store) insertEvent(ctx context.Context, tx *gorm.DB, e *Event) (stored,
 	return err == nil, true, err
 }
 
-// pendingSQL counts NPC id's pending events (SQLite).
-const pendingSQL = "SELECT count(*) FROM `events` WHERE character_id = ? AND consumed_at IS NULL"
+// inboxSQL counts NPC id's pending events, and returns no row when the NPC
+// does not exist. It runs in SQLite's syntax and, with FOR SHARE, in
+// PostgreSQL's.
+const inboxSQL = "SELECT (SELECT count(*) FROM events WHERE events.character_id = characters.id AND consumed_at IS NULL) FROM characters WHERE id = ?"
 
 // bornSQL reads when NPC id was created (SQLite, which locks by
 // transaction, not by row).

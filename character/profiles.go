@@ -2,6 +2,7 @@ package character
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -396,6 +397,13 @@ func (s *Store) Profiles(ctx context.Context, id string, entities ...string) ([]
 			keys[i] = EntityKey(e)
 		}
 		keys = store.PadIn(keys)
+		if stmt := store.Stmt(ctx, s.hot, presentSQL(len(keys))); stmt != nil {
+			ps, err := scanPresent(ctx, stmt, id, keys)
+			if err != nil {
+				return nil, fmt.Errorf("profiles of %q: %w", id, err)
+			}
+			return ps, nil
+		}
 		q = q.Where("entity IN ?", keys)
 		fq = fq.Where("entity IN ? AND superseded_at IS NULL", keys)
 	}
@@ -438,3 +446,81 @@ func (s *Store) Facts(ctx context.Context, id, entity string, current bool) ([]F
 }
 
 func clip(s string, n int) string { return text.Truncate(strings.TrimSpace(s), n) }
+
+// presentSQL reads the profiles of n keys of an NPC with their current
+// facts in one statement (SQLite): a profile without facts is one row with
+// the fact's columns null, a profile with facts one row per fact, ordered
+// as Profiles orders them.
+func presentSQL(n int) string {
+	if n < len(presentSQLs) && presentSQLs[n] != "" {
+		return presentSQLs[n]
+	}
+	return buildPresentSQL(n)
+}
+
+// presentSQLs holds presentSQL's text for the padded lengths of small lists.
+var presentSQLs = func() (out [65]string) {
+	for n := 1; n < len(out); n *= 2 {
+		out[n] = buildPresentSQL(n)
+	}
+	return out
+}()
+
+func buildPresentSQL(n int) string {
+	return "SELECT p.id,p.entity,p.name,p.kind,p.description,p.relationship,p.mentions,p.first_seen,p.last_seen,p.updated_at," +
+		"f.id,f.\"key\",f.content,f.source,f.sources,f.valid_from,f.superseded_at,f.superseded_by,f.created_at " +
+		"FROM profiles p LEFT JOIN facts f ON f.character_id = p.character_id AND f.entity = p.entity AND f.superseded_at IS NULL " +
+		"WHERE p.character_id = ? AND p.entity IN (?" + strings.Repeat(",?", n-1) + ") ORDER BY p.entity, f.id"
+}
+
+// scanPresent runs stmt, a presentSQL, for NPC id and keys.
+func scanPresent(ctx context.Context, stmt *sql.Stmt, id string, keys []string) ([]Profile, error) {
+	args := make([]any, 0, 1+len(keys))
+	args = append(args, id)
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ps := []Profile{} // as gorm gives: empty, not nil
+	for rows.Next() {
+		var p Profile
+		var fid, by sql.NullInt64
+		var key, content, source, sources sql.NullString
+		var from, created, superseded sql.NullTime
+		if err := rows.Scan(&p.ID, &p.Entity, &p.Name, &p.Kind, &p.Description, &p.Relationship, &p.Mentions, &p.FirstSeen,
+			&p.LastSeen, &p.UpdatedAt, &fid, &key, &content, &source, &sources, &from, &superseded, &by, &created); err != nil {
+			return nil, err
+		}
+		if n := len(ps); n == 0 || ps[n-1].ID != p.ID {
+			p.CharacterID = id
+			p.Facts = []Fact{}
+			ps = append(ps, p)
+		}
+		if !fid.Valid {
+			continue
+		}
+		f := Fact{ID: fid.Int64, CharacterID: id, Entity: p.Entity, Key: key.String, Content: content.String, Source: source.String,
+			ValidFrom: from.Time, CreatedAt: created.Time}
+		if sources.Valid {
+			if err := f.Sources.Scan(sources.String); err != nil {
+				return nil, err
+			}
+		}
+		if superseded.Valid {
+			f.SupersededAt = &superseded.Time
+		}
+		if by.Valid {
+			f.SupersededBy = &by.Int64
+		}
+		last := &ps[len(ps)-1]
+		last.Facts = append(last.Facts, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return ps, rows.Close()
+}

@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -27,15 +29,22 @@ type Store struct {
 	// prep keeps a tick commit's statements prepared (SQLite), shared by
 	// the Store and those WithTx makes of it.
 	prep *store.TxStmts
+	// nextMsg is the id the next message inserted is expected to get (0:
+	// unknown), shared like prep: the id after the last one an insert
+	// returned. A tool result is measured with it before its insert, since
+	// its placeholders name its id; a wrong guess costs a second measure.
+	nextMsg *atomic.Int64
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
 func NewStore(db *gorm.DB) *Store {
-	return &Store{db: db, hot: store.Prepared(db), prep: &store.TxStmts{}}
+	return &Store{db: db, hot: store.Prepared(db), prep: &store.TxStmts{}, nextMsg: new(atomic.Int64)}
 }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
-func (s *Store) WithTx(tx *gorm.DB) *Store { return &Store{db: tx, inTx: true, prep: s.prep} }
+func (s *Store) WithTx(tx *gorm.DB) *Store {
+	return &Store{db: tx, inTx: true, prep: s.prep, nextMsg: s.nextMsg}
+}
 
 // atomically runs fn in a transaction of its own, or, for a Store made by
 // WithTx, in the caller's: the caller's transaction stores all or nothing
@@ -162,6 +171,20 @@ func (s *Store) Get(ctx context.Context, id string) (*Character, error) {
 // Intake reads what an event post needs of NPC id, not its whole row: its
 // id, its name (who the events may not name) and its auto-tick settings.
 func (s *Store) Intake(ctx context.Context, id string) (*Character, error) {
+	if stmt := store.Stmt(ctx, s.hot, intakeSQL); stmt != nil {
+		c := &Character{ID: id}
+		var on sql.NullBool
+		var debounce, wait sql.NullInt64
+		err := stmt.QueryRowContext(ctx, id).Scan(&c.Name, &on, &debounce, &wait)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load npc %q: %w", id, err)
+		}
+		c.AutoTick = AutoTickSettings{Enabled: on.Bool, DebounceMS: int(debounce.Int64), MaxWaitMS: int(wait.Int64)}
+		return c, nil
+	}
 	var cs []Character
 	err := s.r(ctx).Select("id", "name", "auto_tick_enabled", "auto_tick_debounce_ms", "auto_tick_max_wait_ms").
 		Where("id = ?", id).Limit(1).Find(&cs).Error
@@ -173,6 +196,9 @@ func (s *Store) Intake(ctx context.Context, id string) (*Character, error) {
 	}
 	return &cs[0], nil
 }
+
+// intakeSQL is Intake's statement (SQLite), kept prepared on the hot handle.
+const intakeSQL = "SELECT name, auto_tick_enabled, auto_tick_debounce_ms, auto_tick_max_wait_ms FROM characters WHERE id = ?"
 
 // List returns every NPC ordered by id.
 func (s *Store) List(ctx context.Context) ([]Character, error) {
@@ -425,16 +451,22 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 	err = s.atomically(ctx, func(tx *gorm.DB) error {
 		// Checked in the transaction that inserts, so an event posted while
 		// the NPC is deleted is refused rather than left without its NPC.
-		if _, err := s.WithTx(tx).lockRow(ctx, id); err != nil {
-			return err
-		}
+		// One statement finds the NPC (share-locking its row on
+		// PostgreSQL) and counts its pending events.
 		var pending int64
-		if st, ok := s.prep.Stmt(ctx, tx, pendingSQL); ok {
-			if err := st.QueryRowContext(ctx, id).Scan(&pending); err != nil {
-				return err
-			}
-		} else if err := tx.Model(&Event{}).Where("character_id = ? AND consumed_at IS NULL", id).Count(&pending).Error; err != nil {
-			return err
+		var err error
+		if st, ok := s.prep.Stmt(ctx, tx, inboxSQL); ok {
+			err = st.QueryRowContext(ctx, id).Scan(&pending)
+		} else if store.IsSQLite(tx) {
+			err = tx.Raw(inboxSQL, id).Row().Scan(&pending)
+		} else {
+			err = tx.Raw(inboxSQL+" FOR SHARE", id).Row().Scan(&pending)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+		}
+		if err != nil {
+			return fmt.Errorf("load npc %q: %w", id, err)
 		}
 		now := time.Now().UTC()
 		for i := range evs {
@@ -563,12 +595,54 @@ func (s *Store) State(ctx context.Context, id string) (*Character, error) {
 
 // PendingEvents returns up to limit unconsumed events, oldest first.
 func (s *Store) PendingEvents(ctx context.Context, id string, limit int) ([]Event, error) {
+	if limit > 0 {
+		if stmt := store.Stmt(ctx, s.hot, pendingEventsSQL(limit)); stmt != nil {
+			evs, err := scanEvents(ctx, stmt, id)
+			if err != nil {
+				return nil, fmt.Errorf("pending events of %q: %w", id, err)
+			}
+			return evs, nil
+		}
+	}
 	var evs []Event
 	err := s.r(ctx).Where("character_id = ? AND consumed_at IS NULL", id).Order("seq").Limit(limit).Find(&evs).Error
 	if err != nil {
 		return nil, fmt.Errorf("pending events of %q: %w", id, err)
 	}
 	return evs, nil
+}
+
+// eventList is Event's columns in the order scanEvents scans them.
+const eventList = "seq,character_id,ref,kind,actor,actor_id,target,text,room,at,received_at,consumed_at,consumed_tick,message_id"
+
+// pendingEventsSQL reads up to limit pending events of an NPC (SQLite). The
+// limit is written in the text, not bound: a tick's limit is the engine's
+// setting, so the text stays one and its statement stays prepared, and
+// SQLite plans a literal limit once instead of on every run.
+func pendingEventsSQL(limit int) string {
+	return "SELECT " + eventList + " FROM events WHERE character_id = ? AND consumed_at IS NULL ORDER BY seq LIMIT " + strconv.Itoa(limit)
+}
+
+// scanEvents runs the query stmt, which selects eventList, with args.
+func scanEvents(ctx context.Context, stmt *sql.Stmt, args ...any) ([]Event, error) {
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	evs := []Event{} // as gorm gives: empty, not nil
+	for rows.Next() {
+		var e Event
+		if err := rows.Scan(&e.Seq, &e.CharacterID, &e.Ref, &e.Kind, &e.Actor, &e.ActorID, &e.Target, &e.Text, &e.Room,
+			&e.At, &e.ReceivedAt, &e.ConsumedAt, &e.ConsumedTick, &e.MessageID); err != nil {
+			return nil, err
+		}
+		evs = append(evs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return evs, rows.Close()
 }
 
 // PendingCount returns how many events wait for the NPC.
@@ -740,16 +814,22 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 		return HistoryDelta{}, nil
 	}
 	db := s.q(ctx)
-	for _, m := range msgs {
-		m.ID = 0
+	// guess is the id msgs[0] is expected to get; the others follow it.
+	guess := s.nextMsg.Load()
+	for i, m := range msgs {
 		m.CharacterID = id
 		m.State = StateLive
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = time.Now().UTC()
 		}
-		if m.Role != "tool" {
+		if m.Role != "tool" || guess > 0 {
+			m.ID = 0
+			if m.Role == "tool" {
+				m.ID = guess + int64(i)
+			}
 			Measure(m, c, offloadBytes)
 		}
+		m.ID = 0
 	}
 	if done, err := s.insertMessages(ctx, db, msgs); err != nil {
 		return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
@@ -758,9 +838,13 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 			return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
 		}
 	}
+	if last := msgs[len(msgs)-1].ID; last > 0 {
+		s.nextMsg.Store(last + 1)
+	}
 	d := HistoryDelta{Appended: true}
-	for _, m := range msgs {
-		if m.Role == "tool" {
+	for i, m := range msgs {
+		if m.Role == "tool" && (guess <= 0 || m.ID != guess+int64(i)) {
+			// Measured with another id than it got.
 			Measure(m, c, offloadBytes)
 			var err error
 			if st, ok := s.prep.Stmt(ctx, db, measuredSQL); ok {

@@ -205,6 +205,10 @@ type Engine struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup
+
+	// afterIntake, when set (by tests), runs in PostEvents between the
+	// read of the NPC and the transaction that stores its events.
+	afterIntake func()
 }
 
 type cachedSet struct {

@@ -61,7 +61,7 @@ func actorOf(f string, ev EventInput) (name, id string, err error) {
 			return "", "", &InputError{Field: f + ".actor_name", Message: fmt.Sprintf("differs from actor (%q); send the display name in one of them", text.Clip(ev.Actor, 40))}
 		}
 		name = ev.ActorName
-		if err := checkName(f+".actor_name", text.OneLine(name)); err != nil {
+		if err := checkName(f, ".actor_name", text.OneLine(name)); err != nil {
 			return "", "", err
 		}
 	}
@@ -85,16 +85,17 @@ const MaxNameChars = 64
 // at most MaxNameChars characters of letters, digits, spaces and ' ’ - _ . ,
 // # &. Names are rendered unquoted into the NPC's perception ("Bob says:
 // …"), so quotes, colons, brackets and line breaks would let a name write
-// a line of its own, from any speaker.
-func checkName(field, s string) error {
+// a line of its own, from any speaker. An error names the field field +
+// suffix, joined only then.
+func checkName(field, suffix, s string) error {
 	if utf8.RuneCountInString(s) > MaxNameChars {
-		return &InputError{Field: field, Message: fmt.Sprintf("is longer than %d characters", MaxNameChars)}
+		return &InputError{Field: field + suffix, Message: fmt.Sprintf("is longer than %d characters", MaxNameChars)}
 	}
 	for _, r := range s {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == ' ' || strings.ContainsRune("'’-_.,#&", r) {
 			continue
 		}
-		return &InputError{Field: field, Message: fmt.Sprintf("may hold only letters, digits, spaces and ' - _ . , # & (not %q)", r)}
+		return &InputError{Field: field + suffix, Message: fmt.Sprintf("may hold only letters, digits, spaces and ' - _ . , # & (not %q)", r)}
 	}
 	return nil
 }
@@ -144,7 +145,7 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 			return 0, 0, &InputError{Field: f + ".text", Message: "an event needs a text or an actor"}
 		}
 		for _, n := range []struct{ field, value string }{{".kind", kind}, {".actor", ev.Actor}, {".target", ev.Target}, {".room", ev.Room}} {
-			if err := checkName(f+n.field, text.OneLine(n.value)); err != nil {
+			if err := checkName(f, n.field, text.OneLine(n.value)); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -169,24 +170,31 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 	if err != nil {
 		return 0, 0, err
 	}
+	if e.afterIntake != nil {
+		e.afterIntake()
+	}
 	if err := e.checkEventTimes(ctx, in); err != nil {
 		return 0, 0, err
 	}
 	for i, ev := range in {
-		f := fmt.Sprintf("events[%d].actor", i)
-		switch {
-		case ev.ActorName != "":
-			f += "_name"
-		case ev.Actor == "" && ev.ActorID != "":
-			f += "_id" // the id is the name
+		// The field an error names, made only for an error.
+		field := func() string {
+			f := fmt.Sprintf("events[%d].actor", i)
+			switch {
+			case ev.ActorName != "":
+				f += "_name"
+			case ev.Actor == "" && ev.ActorID != "":
+				f += "_id" // the id is the name
+			}
+			return f
 		}
 		switch {
 		case ev.Self && evs[i].Actor != "" && !isSelf(evs[i].Actor, c):
-			return 0, 0, &ValueError{Field: f, Message: fmt.Sprintf("names %q, but the event says it is the NPC's own act (self); leave actor empty or name the NPC", evs[i].Actor)}
+			return 0, 0, &ValueError{Field: field(), Message: fmt.Sprintf("names %q, but the event says it is the NPC's own act (self); leave actor empty or name the NPC", evs[i].Actor)}
 		case ev.Self:
 			evs[i].Actor, evs[i].ActorID = c.Name, ""
 		case isSelf(evs[i].Actor, c):
-			return 0, 0, &ValueError{Field: f, Message: fmt.Sprintf("is the NPC itself (%q); send \"self\": true when the event is the NPC's own act as the game resolved it", evs[i].Actor)}
+			return 0, 0, &ValueError{Field: field(), Message: fmt.Sprintf("is the NPC itself (%q); send \"self\": true when the event is the NPC's own act as the game resolved it", evs[i].Actor)}
 		}
 	}
 	accepted, duplicates, err = e.deps.Characters.AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)

@@ -1,0 +1,146 @@
+package character_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"gorm.io/gorm"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/store"
+)
+
+// The hot reads of a tick run through statements of their own on SQLite
+// (the Store's prepared handle) and through gorm elsewhere and inside a
+// transaction; both read the same.
+func TestHotReadsReadAsTheOrdinaryOnes(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	putNPC(t, s, "mara")
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for _, f := range []character.Fact{
+		{Entity: "alice", Key: "home", Content: "lives in Oakvale", ValidFrom: at},
+		{Entity: "alice", Key: "home", Content: "moved to Riverton", ValidFrom: at.Add(time.Hour),
+			Sources: store.NewJSON(character.Sources{MessageIDs: []int64{3}, EventRefs: []string{"e1"}})},
+		{Entity: "alice", Content: "has a red scarf", ValidFrom: at},
+		{Entity: "bob", Content: "owes me 5 gold", ValidFrom: at},
+	} {
+		if _, _, err := s.AddFact(ctx, "brom", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.AddFact(ctx, "mara", character.Fact{Entity: "alice", Content: "mara's own belief"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []character.ProfileUpdate{
+		{Entity: "carol", Kind: "player", SeenAt: at, RelationshipDelta: map[string]float64{"trust": 0.25}},
+		{Entity: "Alice", Description: "a smith", SeenAt: at.Add(time.Minute)},
+		{Entity: character.ActorKey("p-7"), Name: "Dora", SeenAt: at},
+	} {
+		if _, err := s.UpsertProfile(ctx, "brom", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref := "r-1"
+	if _, _, err := s.AddEvents(ctx, "brom", []character.Event{
+		{Kind: "say", Actor: "alice", ActorID: "p-1", Target: "brom", Text: "hello", Room: "forge", At: at, Ref: &ref},
+		{Kind: "emote", Actor: "bob", Text: "waves", At: at.Add(time.Second)},
+		{Kind: "say", Actor: "carol", Text: "hi", At: at.Add(2 * time.Second)},
+	}, 0); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.PendingEvents(ctx, "brom", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgID := int64(1)
+	if err := s.ConsumeEvents(ctx, "brom", []int64{evs[0].Seq}, 1, msgID); err != nil {
+		t.Fatal(err)
+	}
+
+	// A Store made by WithTx keeps no prepared handle: it reads through gorm.
+	var ordinary *character.Store
+	check := func(t *testing.T, name string, read func(s *character.Store) (any, error)) {
+		t.Helper()
+		want, err := read(ordinary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := read(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-ordinary +hot):\n%s", name, diff)
+		}
+	}
+	err = s.DB().Transaction(func(tx *gorm.DB) error {
+		ordinary = s.WithTx(tx)
+		for _, ents := range [][]string{{"alice"}, {"Alice", "carol", "nobody"}, {"bob", "carol", "dora", "@p-7", "alice"}, {"nobody"}} {
+			check(t, "Profiles", func(s *character.Store) (any, error) { return s.Profiles(ctx, "brom", ents...) })
+		}
+		for _, limit := range []int{1, 2, 5} {
+			check(t, "PendingEvents", func(s *character.Store) (any, error) { return s.PendingEvents(ctx, "brom", limit) })
+		}
+		check(t, "Intake", func(s *character.Store) (any, error) { return s.Intake(ctx, "brom") })
+		check(t, "PendingEvents of an NPC without any", func(s *character.Store) (any, error) { return s.PendingEvents(ctx, "mara", 5) })
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A tool result is measured before its insert with the id it is expected
+// to get; whether the guess holds or not (another writer took ids in
+// between), the stored counts are those of the id it got.
+func TestToolResultsAreMeasuredWithTheirIDs(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	s := character.NewStore(db)
+	other := character.NewStore(db) // a writer s does not see
+	putNPC(t, s, "brom")
+	long := strings.Repeat("the forge is hot and the bellows are loud. ", 200) // offloaded
+	check := func(t *testing.T) {
+		t.Helper()
+		ms, err := s.History(ctx, "brom", character.HistoryQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			want := m
+			character.Measure(&want, counter, character.DefaultOffloadBytes)
+			if m.Tokens != want.Tokens || m.ViewTokens != want.ViewTokens || m.MaskTokens != want.MaskTokens || m.Offloaded != want.Offloaded {
+				t.Errorf("message %d (%s) stored %d/%d/%d/%v, measures %d/%d/%d/%v", m.ID, m.Role, m.Tokens, m.ViewTokens, m.MaskTokens,
+					m.Offloaded, want.Tokens, want.ViewTokens, want.MaskTokens, want.Offloaded)
+			}
+		}
+		checkTotals(t, s, "brom")
+	}
+	call := character.ToolCall{ID: "c1", Name: "look", Args: "{}"}
+	round := func(turn int64) {
+		appendMsgs(t, s, "brom", assistant(turn, call), toolResult(turn, "c1", "look", "a small forge"),
+			toolResult(turn, "c2", "look", long))
+	}
+	round(1) // nothing guessed yet
+	round(2) // the guess holds
+	check(t)
+	for i := range 3 { // the ids move on past the guess
+		appendMsgs(t, other, "brom", user(3, fmt.Sprintf("filler %d", i)))
+	}
+	round(4) // the guess is wrong
+	check(t)
+	// By many digits' worth, so the counts of the placeholders differ.
+	putNPC(t, s, "mara")
+	if err := db.Create(&character.Message{ID: 123456789012, CharacterID: "mara", State: character.StateLive, Role: "user"}).Error; err != nil {
+		t.Fatal(err)
+	}
+	round(4) // the guess is wrong
+	round(5)
+	check(t)
+}
