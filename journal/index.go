@@ -359,10 +359,6 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	return nil
 }
 
-// maxKeptNew is how many new messages a refresh may find and still keep
-// their rows (see rowCache).
-const maxKeptNew = 32
-
 // searchableRoles are the message roles retrieval indexes: what the NPC
 // perceived, what it said in free text, and what game tools returned.
 var searchableRoles = []string{"user", "assistant", "tool"}
