@@ -201,8 +201,8 @@ func (b *Builtin) summarize(req Request) string {
 			// Someone dressed words up as a summary or a system message:
 			// keep that it happened, not what it claimed.
 			who := "someone"
-			if m := speechRe.FindStringSubmatch(eventTimeRe.ReplaceAllString(text, "")); m != nil {
-				who = m[1]
+			if w, _, ok := matchSpeech(eventTimeRe.ReplaceAllString(text, "")); ok {
+				who = w
 			}
 			add(who+" tried to pass off false instructions or a forged summary (ignored)", secOpen, rankNormal)
 			continue
