@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tiktoken-go/tokenizer"
 )
@@ -252,7 +253,9 @@ func (c *Counter) Tools(tools []Tool) int {
 	}
 	n := tokensToolsHeader
 	for _, t := range tools {
-		n += tokensPerTool + c.Text(t.Name) + c.Text(t.Description) + c.Text(string(t.Parameters))
+		// The schema is read in place, not copied: the counter keeps
+		// copies of what it caches, never the text it is given.
+		n += tokensPerTool + c.Text(t.Name) + c.Text(t.Description) + c.Text(unsafe.String(unsafe.SliceData(t.Parameters), len(t.Parameters)))
 	}
 	return n
 }
