@@ -191,7 +191,7 @@ func (b *Builtin) tick(req Request) Message {
 		content = now
 	}
 	var evs []perceived
-	for _, line := range strings.Split(content, "\n") {
+	for line := range strings.SplitSeq(content, "\n") {
 		if strings.TrimSpace(line) != "" {
 			evs = append(evs, parseEvent(line))
 		}
@@ -339,7 +339,7 @@ func sectionLines(content, header string) []string {
 		return nil
 	}
 	var out []string
-	for _, l := range strings.Split(after, "\n") {
+	for l := range strings.SplitSeq(after, "\n") {
 		if !strings.HasPrefix(l, "- ") {
 			break
 		}
@@ -359,7 +359,7 @@ func summaryLines(system string) []string {
 	}
 	summary := system[i:]
 	var out []string
-	for _, l := range strings.Split(summary, "\n") {
+	for l := range strings.SplitSeq(summary, "\n") {
 		if l = strings.TrimSpace(l); strings.HasPrefix(l, "- ") {
 			out = append(out, strings.TrimPrefix(l, "- "))
 		}
@@ -379,7 +379,7 @@ func earlierLines(ms []Message) []string {
 		if _, now, ok := strings.Cut(content, "\n[NOW]\n"); ok {
 			content = now
 		}
-		for _, l := range strings.Split(content, "\n") {
+		for l := range strings.SplitSeq(content, "\n") {
 			if l = strings.TrimSpace(l); l != "" {
 				out = append(out, l)
 			}
@@ -392,17 +392,22 @@ func earlierLines(ms []Message) []string {
 // (the first of those sharing as many), skipping the NPC's own words.
 func bestRecall(text string, recalled []string) string {
 	var ws wordScanner
-	var words []string // text's content words, each once
-	ws.words(text, func(w []byte) {
-		for _, x := range words {
-			if x == string(w) {
+	var bounds [][2]int // of text's content words in ws.buf, each once
+	ws.words(text, func(i, j int) {
+		for _, b := range bounds {
+			if string(ws.buf[b[0]:b[1]]) == string(ws.buf[i:j]) {
 				return
 			}
 		}
-		words = append(words, string(w))
+		bounds = append(bounds, [2]int{i, j})
 	})
-	if len(words) == 0 {
+	if len(bounds) == 0 {
 		return ""
+	}
+	lower := string(ws.buf) // text lower-cased, of which words are parts
+	words := make([]string, len(bounds))
+	for k, b := range bounds {
+		words[k] = lower[b[0]:b[1]]
 	}
 	shared := make([]bool, len(words))
 	best, bestN := "", 0
@@ -414,10 +419,11 @@ func bestRecall(text string, recalled []string) string {
 		}
 		clear(shared)
 		n := 0
-		ws.words(r, func(w []byte) {
-			for i, x := range words {
-				if !shared[i] && x == string(w) {
-					shared[i] = true
+		ws.words(r, func(i, j int) {
+			w := ws.buf[i:j]
+			for k, x := range words {
+				if !shared[k] && x == string(w) {
+					shared[k] = true
 					n++
 					return
 				}

@@ -220,9 +220,13 @@ type wordScanner struct {
 	buf []byte
 }
 
-// words calls f with each content word of s, in order (repeats included);
-// the word is valid only during the call.
-func (ws *wordScanner) words(s string, f func(w []byte)) {
+// words calls f with each content word of s, in order (repeats included),
+// as the bounds of the word in ws.buf, which holds s lower-cased until the
+// next call.
+func (ws *wordScanner) words(s string, f func(i, j int)) {
+	if ws.buf == nil {
+		ws.buf = make([]byte, 0, 256)
+	}
 	if isASCII(s) {
 		ws.buf = ws.buf[:0]
 		for i := 0; i < len(s); i++ {
@@ -246,7 +250,7 @@ func (ws *wordScanner) words(s string, f func(w []byte)) {
 			j++
 		}
 		if w := b[i:j]; len(w) > 2 && !isSmallWord(w) {
-			f(w)
+			f(i, j)
 		}
 		i = j
 	}
