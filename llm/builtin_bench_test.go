@@ -48,3 +48,22 @@ func BenchmarkBuiltinTick(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBuiltinExtract answers one extract request of a sleep's
+// consolidation with the builtin model.
+func BenchmarkBuiltinExtract(b *testing.B) {
+	var entries strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&entries, "[%d] (observation, importance %d, 2026-11-21) [2026-11-21 10:%02d] alice says: \"Turn %d: I lost my sword at the forge.\"\n", i+1, i%10, i%60, i)
+		fmt.Fprintf(&entries, "[%d] (note, 2026-11-21) Bob gives you %d silver for the horseshoes\n", i+100, i)
+	}
+	req := extractReq(entries.String())
+	bt := NewBuiltin()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bt.Chat(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -15,6 +15,11 @@ var (
 	eventRe    = regexp.MustCompile(`^\[([^\]]*)\] (.+)$`)
 	speechRe   = regexp.MustCompile(`^([\w'-]+(?: [\w'-]+){0,2}) (says|shouts|whispers to [^:"]{1,64}): ("(?:[^"\\]|\\.)*")`)
 	ownWordsRe = regexp.MustCompile(`(?i)\bI (said|say)\b:|\bI remember:`)
+
+	entryRe      = regexp.MustCompile(`^\[(\d+)\]\s*(?:\((?:[^)]*?importance (\d+))?[^)]*\)\s*)?(.*)$`)
+	eventTimeRe  = regexp.MustCompile(`^\[[^\]]*\]\s*`)
+	speakerRe    = regexp.MustCompile(`^([^\s:"]{1,64}) (?:says|said|whispers to [^:]+|shouts|asks)\s*:\s*("(?:[^"\\]|\\.)*"|.*)$`)
+	leadingActor = regexp.MustCompile(`^([A-Za-z][\w'-]{1,63}) `)
 )
 
 // bestRecallRegexp is bestRecall as it was, with a map of words per line
@@ -184,5 +189,69 @@ func TestIsSmallWord(t *testing.T) {
 	}
 	if n != 12 {
 		t.Errorf("smallWords has %d words of more than two letters; isSmallWord knows 12", n)
+	}
+}
+
+// entryText draws a text shaped like a journal line of an extract prompt,
+// often subtly wrong.
+func entryText(r *rand.Rand) string {
+	var b strings.Builder
+	b.WriteString(pickOf(r, "[12]", "[7] ", "[]", "[x]", "[3", "12] ", "[42]\t", ""))
+	if r.IntN(3) > 0 {
+		b.WriteString(pickOf(r, "(", "(", "(importance 8)", "(2026-11-21, importance 7) ", "(importance x) ", ")"))
+		for range r.IntN(5) {
+			b.WriteString(pickOf(r, "importance ", "importance 9", "12", ", ", "2026-11-21", "\n", ")", " ", "importance  3", "é"))
+		}
+		b.WriteString(pickOf(r, ")", ") ", ")\n", "", ")\v"))
+	}
+	b.WriteString(pickOf(r, "", "[2026-11-21 10:00] ", "[x]", "[2026-11-21 10:00]\t\n", "["))
+	b.WriteString(speakerLine(r))
+	return b.String()
+}
+
+// speakerLine draws a text shaped like the body of a journal line.
+func speakerLine(r *rand.Rand) string {
+	var b strings.Builder
+	b.WriteString(pickOf(r, "Alice", "alice", "I", "Bob-the_2nd", "O'Neil", "é", "ab:c", "a\"b", "x", "A", strings.Repeat("n", 63), strings.Repeat("n", 64), strings.Repeat("é", 64), strings.Repeat("é", 65), "1abc", "", "Old Tom"))
+	b.WriteString(pickOf(r, " ", " ", " ", "  ", "\t", ""))
+	b.WriteString(pickOf(r, "says", "said", "shouts", "asks", "whispers to ", "whispers to Brom", "whispers to Brom ", "gives", "says:", "arrives", "sayss"))
+	b.WriteString(pickOf(r, ":", ": ", " : ", "\t:\n ", "", " "))
+	for range r.IntN(6) {
+		b.WriteString(pickOf(r, `"`, `"hi"`, `\"`, `\`, "\n", "\\\n", "word", " ", ":", "é", `"a\"b"`))
+	}
+	return b.String()
+}
+
+// TestExtractScanMatchesRegexps checks each hand-written matcher of the
+// extraction against the regular expression it replaces.
+func TestExtractScanMatchesRegexps(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	texts := []string{`[12] (importance 8) [2026-11-21 10:00] Alice says: "I lost my sword."`, `[3] I said: "x"`, "[1] (a\nb) text", "[1] (x)\n text", "[1] x\ny"}
+	for range n {
+		texts = append(texts, entryText(r), speakerLine(r), scanText(r, scanAtoms, 8))
+	}
+	for _, s := range texts {
+		id, imp, text, ok := matchEntry(s)
+		if m := entryRe.FindStringSubmatch(s); (m != nil) != ok || ok && (m[1] != id || m[2] != imp || m[3] != text) {
+			t.Fatalf("matchEntry(%q) = %q, %q, %q, %v; the regexp finds %q", s, id, imp, text, ok, m)
+		}
+		if got, want := eventTime(s) >= 0, eventTimeRe.MatchString(s); got != want {
+			t.Fatalf("eventTime(%q) = %d, the regexp matches: %v", s, eventTime(s), want)
+		}
+		if got, want := stripEventTime(s), eventTimeRe.ReplaceAllString(s, ""); got != want {
+			t.Fatalf("stripEventTime(%q) = %q, want %q", s, got, want)
+		}
+		who, said, ok := matchSpeaker(s)
+		if m := speakerRe.FindStringSubmatch(s); (m != nil) != ok || ok && (m[1] != who || m[2] != said) {
+			t.Fatalf("matchSpeaker(%q) = %q, %q, %v; the regexp finds %q", s, who, said, ok, m)
+		}
+		a, ok := matchLeadingActor(s)
+		if m := leadingActor.FindStringSubmatch(s); (m != nil) != ok || ok && m[1] != a {
+			t.Fatalf("matchLeadingActor(%q) = %q, %v; the regexp finds %q", s, a, ok, m)
+		}
 	}
 }
