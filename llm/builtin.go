@@ -75,14 +75,6 @@ func pick(h uint64, options []string) string { return options[h%uint64(len(optio
 
 // ---- ticks ----
 
-var (
-	nameRe  = regexp.MustCompile(`You are ([^,.\n]{1,64}), a character in a living game world`)
-	eventRe = regexp.MustCompile(`^\[([^\]]*)\] (.+)$`)
-	// The speaker is a name of at most three words, so speech quoted inside
-	// an emote is not read as someone else speaking.
-	speechRe = regexp.MustCompile(`^([\w'-]+(?: [\w'-]+){0,2}) (says|shouts|whispers to [^:"]{1,64}): ("(?:[^"\\]|\\.)*")`)
-)
-
 type voice struct {
 	openers []string
 }
@@ -114,17 +106,16 @@ type perceived struct {
 }
 
 func parseEvent(line string) perceived {
-	m := eventRe.FindStringSubmatch(strings.TrimSpace(line))
-	if m == nil {
+	body, ok := matchEvent(strings.TrimSpace(line))
+	if !ok {
 		return perceived{line: line, text: line}
 	}
-	body := m[2]
-	if s := speechRe.FindStringSubmatch(body); s != nil {
-		text, err := strconv.Unquote(s[3])
+	if who, quoted, ok := matchSpeech(body); ok {
+		text, err := strconv.Unquote(quoted)
 		if err != nil {
-			text = strings.Trim(s[3], `"`)
+			text = strings.Trim(quoted, `"`)
 		}
-		return perceived{actor: s[1], verb: "say", text: text, line: line}
+		return perceived{actor: who, verb: "say", text: text, line: line}
 	}
 	actor, rest, _ := strings.Cut(body, " ")
 	verb := "act"
@@ -174,8 +165,8 @@ func (b *Builtin) tick(req Request) Message {
 		system = req.Messages[0].Content
 	}
 	name := "I"
-	if m := nameRe.FindStringSubmatch(system); m != nil {
-		name = strings.TrimSpace(m[1])
+	if n, ok := matchName(system); ok {
+		name = strings.TrimSpace(n)
 	}
 	v := voiceOf(firstLine(system))
 	has := toolNames(req.Tools)
@@ -200,7 +191,7 @@ func (b *Builtin) tick(req Request) Message {
 		content = now
 	}
 	var evs []perceived
-	for _, line := range strings.Split(content, "\n") {
+	for line := range strings.SplitSeq(content, "\n") {
 		if strings.TrimSpace(line) != "" {
 			evs = append(evs, parseEvent(line))
 		}
@@ -309,18 +300,16 @@ func reaction(ev perceived, who string, st state, h uint64) string {
 	return fmt.Sprintf("%s, %s.%s", pick(h>>8, []string{"I hear you", "Noted", "So you say"}), who, role)
 }
 
-var (
-	lostRe = regexp.MustCompile(`(?i)\b(?:lost|stole|stolen|missing|misplaced)\b[^.?!]*?\bmy [a-z]`)
-	// roleRe reads the NPC's description from its persona's first
-	// sentence: "You are Brom, the gruff village blacksmith of Oakvale."
-	roleRe = regexp.MustCompile(`^You are [^,.]{1,64}, ([^.\n]{3,120})`)
-)
+// lostRe spots a loss of the speaker's.
+var lostRe = regexp.MustCompile(`(?i)\b(?:lost|stole|stolen|missing|misplaced)\b[^.?!]*?\bmy [a-z]`)
 
 // roleOf is how the NPC describes itself, from the persona line of its
-// system prompt ("" when the persona does not say).
+// system prompt ("" when the persona does not say): "the gruff village
+// blacksmith of Oakvale" from "You are Brom, the gruff village blacksmith
+// of Oakvale." (matchRole).
 func roleOf(personaLine, name string) string {
-	if m := roleRe.FindStringSubmatch(strings.TrimSpace(personaLine)); m != nil && !strings.Contains(m[1], "a character in a living game world") {
-		return strings.TrimSpace(m[1])
+	if role, ok := matchRole(strings.TrimSpace(personaLine)); ok && !strings.Contains(role, "a character in a living game world") {
+		return strings.TrimSpace(role)
 	}
 	return ""
 }
@@ -350,7 +339,7 @@ func sectionLines(content, header string) []string {
 		return nil
 	}
 	var out []string
-	for _, l := range strings.Split(after, "\n") {
+	for l := range strings.SplitSeq(after, "\n") {
 		if !strings.HasPrefix(l, "- ") {
 			break
 		}
@@ -370,7 +359,7 @@ func summaryLines(system string) []string {
 	}
 	summary := system[i:]
 	var out []string
-	for _, l := range strings.Split(summary, "\n") {
+	for l := range strings.SplitSeq(summary, "\n") {
 		if l = strings.TrimSpace(l); strings.HasPrefix(l, "- ") {
 			out = append(out, strings.TrimPrefix(l, "- "))
 		}
@@ -390,7 +379,7 @@ func earlierLines(ms []Message) []string {
 		if _, now, ok := strings.Cut(content, "\n[NOW]\n"); ok {
 			content = now
 		}
-		for _, l := range strings.Split(content, "\n") {
+		for l := range strings.SplitSeq(content, "\n") {
 			if l = strings.TrimSpace(l); l != "" {
 				out = append(out, l)
 			}
@@ -399,32 +388,53 @@ func earlierLines(ms []Message) []string {
 	return out
 }
 
-// bestRecall returns the recalled line sharing the most words with text.
+// bestRecall returns the recalled line sharing the most words with text
+// (the first of those sharing as many), skipping the NPC's own words.
 func bestRecall(text string, recalled []string) string {
-	words := contentWords(text)
+	var ws wordScanner
+	var bounds [][2]int // of text's content words in ws.buf, each once
+	ws.words(text, func(i, j int) {
+		for _, b := range bounds {
+			if string(ws.buf[b[0]:b[1]]) == string(ws.buf[i:j]) {
+				return
+			}
+		}
+		bounds = append(bounds, [2]int{i, j})
+	})
+	if len(bounds) == 0 {
+		return ""
+	}
+	lower := string(ws.buf) // text lower-cased, of which words are parts
+	words := make([]string, len(bounds))
+	for k, b := range bounds {
+		words[k] = lower[b[0]:b[1]]
+	}
+	shared := make([]bool, len(words))
 	best, bestN := "", 0
 	for _, r := range recalled {
-		if ownWordsRe.MatchString(r) {
+		if ownWords(r) {
 			// Quoting its own earlier replies would nest quotes of quotes
 			// into every new line the NPC says and journals.
 			continue
 		}
+		clear(shared)
 		n := 0
-		rw := contentWords(r)
-		for w := range words {
-			if rw[w] {
-				n++
+		ws.words(r, func(i, j int) {
+			w := ws.buf[i:j]
+			for k, x := range words {
+				if !shared[k] && x == string(w) {
+					shared[k] = true
+					n++
+					return
+				}
 			}
-		}
+		})
 		if n > bestN {
 			best, bestN = r, n
 		}
 	}
 	return best
 }
-
-// ownWordsRe matches a recalled line that is the NPC's own words.
-var ownWordsRe = regexp.MustCompile(`(?i)\bI (said|say)\b:|\bI remember:`)
 
 var smallWords = map[string]bool{"the": true, "a": true, "an": true, "you": true, "i": true, "me": true, "my": true,
 	"do": true, "did": true, "what": true, "remember": true, "is": true, "was": true, "to": true, "of": true, "and": true,

@@ -201,8 +201,8 @@ func (b *Builtin) summarize(req Request) string {
 			// Someone dressed words up as a summary or a system message:
 			// keep that it happened, not what it claimed.
 			who := "someone"
-			if m := speechRe.FindStringSubmatch(eventTimeRe.ReplaceAllString(text, "")); m != nil {
-				who = m[1]
+			if w, _, ok := matchSpeech(stripEventTime(text)); ok {
+				who = w
 			}
 			add(who+" tried to pass off false instructions or a forged summary (ignored)", secOpen, rankNormal)
 			continue
@@ -225,7 +225,7 @@ func (b *Builtin) summarize(req Request) string {
 		}
 		// Classified without the event's time stamp, whose digits would
 		// otherwise make every perceived line look like a fact worth keeping.
-		kind := classifyLine(eventTimeRe.ReplaceAllString(text, ""))
+		kind := classifyLine(stripEventTime(text))
 		if len(focus) > 0 && overlaps(text, focus) && kind < 0 {
 			kind = secPeople
 		}
@@ -358,13 +358,6 @@ func renderSummary(sections []string, lines []summaryLine) string {
 
 // ---- fact extraction ----
 
-var (
-	entryRe      = regexp.MustCompile(`^\[(\d+)\]\s*(?:\((?:[^)]*?importance (\d+))?[^)]*\)\s*)?(.*)$`)
-	eventTimeRe  = regexp.MustCompile(`^\[[^\]]*\]\s*`)
-	speakerRe    = regexp.MustCompile(`^([^\s:"]{1,64}) (?:says|said|whispers to [^:]+|shouts|asks)\s*:\s*("(?:[^"\\]|\\.)*"|.*)$`)
-	leadingActor = regexp.MustCompile(`^([A-Za-z][\w'-]{1,63}) `)
-)
-
 // slotPatterns name the slot a first-person statement fills, so that a
 // later statement about the same slot supersedes it ("I live in Oakvale",
 // then "I moved to Riverton"). A statement about an item the speaker lost,
@@ -443,35 +436,34 @@ func (b *Builtin) extract(req Request) string {
 	entries, _ := BlockOf(user, TagEntries)
 	out := Extraction{Facts: []ExtractedFact{}}
 	for _, l := range strings.Split(entries, "\n") {
-		m := entryRe.FindStringSubmatch(strings.TrimSpace(l))
-		if m == nil {
+		idText, impText, body, ok := matchEntry(strings.TrimSpace(l))
+		if !ok {
 			continue
 		}
-		id, _ := strconv.ParseInt(m[1], 10, 64)
+		id, _ := strconv.ParseInt(idText, 10, 64)
 		imp := 5
-		if m[2] != "" {
-			imp, _ = strconv.Atoi(m[2])
+		if impText != "" {
+			imp, _ = strconv.Atoi(impText)
 		}
-		perceived := eventTimeRe.MatchString(m[3]) // an event line, not the NPC's own note
-		text := strings.TrimSpace(eventTimeRe.ReplaceAllString(m[3], ""))
+		perceived := eventTime(body) >= 0 // an event line, not the NPC's own note
+		text := strings.TrimSpace(stripEventTime(body))
 		if len(text) < 12 {
 			continue
 		}
 		entity, key := "", ""
-		if s := speakerRe.FindStringSubmatch(text); s != nil {
-			if !strings.EqualFold(s[1], "I") { // the NPC's own words are about no one else
-				entity = s[1]
+		if who, said, ok := matchSpeaker(text); ok {
+			if !strings.EqualFold(who, "I") { // the NPC's own words are about no one else
+				entity = who
 			}
-			said := s[2]
 			if u, err := strconv.Unquote(said); err == nil {
 				said = u
 			}
-			text = s[1] + " said: " + strings.TrimSpace(said)
+			text = who + " said: " + strings.TrimSpace(said)
 			if entity != "" { // the NPC's own replies quote others: they fill no slot
 				key = slotOf(said)
 			}
-		} else if a := leadingActor.FindStringSubmatch(text); a != nil && actorLike(a[1], perceived) {
-			entity = a[1]
+		} else if a, ok := matchLeadingActor(text); ok && actorLike(a, perceived) {
+			entity = a
 		}
 		out.Facts = append(out.Facts, ExtractedFact{Content: snippet(text, 400), Entity: entity, Key: key, Importance: imp, Sources: []int64{id}})
 	}
@@ -493,12 +485,12 @@ func (b *Builtin) reflect(req Request) string {
 	}
 	var items []item
 	for _, l := range strings.Split(entries, "\n") {
-		m := entryRe.FindStringSubmatch(strings.TrimSpace(l))
-		if m == nil {
+		_, impText, body, ok := matchEntry(strings.TrimSpace(l))
+		if !ok {
 			continue
 		}
-		imp, _ := strconv.Atoi(m[2])
-		items = append(items, item{imp, strings.TrimSpace(eventTimeRe.ReplaceAllString(m[3], ""))})
+		imp, _ := strconv.Atoi(impText)
+		items = append(items, item{imp, strings.TrimSpace(stripEventTime(body))})
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].imp > items[j].imp })
 	var parts []string

@@ -3,6 +3,8 @@ package llm
 import (
 	"strings"
 	"sync"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tiktoken-go/tokenizer"
 )
@@ -35,9 +37,18 @@ var (
 // it.
 type Counter struct {
 	codec tokenizer.Codec
+	// split, when set, returns the length of the first piece of a valid
+	// UTF-8 text as the encoding splits it (cl100kPiece): a text not in
+	// the cache is then counted piece by piece, each piece's count cached,
+	// without the tokenizer's regular expression.
+	split func(string) int
 	mu    sync.Mutex
 	cache map[string]int
 	bytes int
+	// pieces holds the token counts of pieces, at most cacheEntries of
+	// them in pieceBytes in all, and starts afresh when full.
+	pieces     map[string]int
+	pieceBytes int
 }
 
 // The cache holds at most cacheEntries texts of cacheBytes in all and
@@ -62,8 +73,17 @@ func NewCounter(model string) *Counter {
 	if c, ok := sharedCounters.Load(codec.GetName()); ok {
 		return c.(*Counter)
 	}
-	c, _ := sharedCounters.LoadOrStore(codec.GetName(), &Counter{codec: codec, cache: map[string]int{}})
+	c, _ := sharedCounters.LoadOrStore(codec.GetName(), newCounter(codec))
 	return c.(*Counter)
+}
+
+// newCounter returns a new counter of codec.
+func newCounter(codec tokenizer.Codec) *Counter {
+	c := &Counter{codec: codec, cache: map[string]int{}, pieces: map[string]int{}}
+	if codec.GetName() == "cl100k_base" {
+		c.split = cl100kPiece
+	}
+	return c
 }
 
 // sharedCounters holds one *Counter per encoding name.
@@ -136,10 +156,7 @@ func (c *Counter) count(s string) int {
 	if ok {
 		return n
 	}
-	n, err := c.codec.Count(s)
-	if err != nil { // only possible in strict UTF-8 mode, which is not used
-		n = len(s)/4 + 1
-	}
+	n = c.tokenize(s)
 	c.mu.Lock()
 	if len(c.cache) >= cacheEntries || c.bytes+len(s) > cacheBytes {
 		clear(c.cache)
@@ -152,6 +169,56 @@ func (c *Counter) count(s string) int {
 		c.bytes += len(s)
 	}
 	c.mu.Unlock()
+	return n
+}
+
+// tokenize counts the tokens of s: piece by piece, each piece's count
+// cached, when the encoding has a split of its own and s is valid UTF-8
+// without DEL; else with the tokenizer.
+func (c *Counter) tokenize(s string) int {
+	if c.split == nil || !utf8.ValidString(s) || strings.IndexByte(s, 0x7f) >= 0 {
+		return c.codecCount(s)
+	}
+	n := 0
+	c.mu.Lock()
+	for s != "" {
+		i := c.split(s)
+		p := s[:i]
+		s = s[i:]
+		k, ok := c.pieces[p]
+		if !ok {
+			c.mu.Unlock()
+			// A piece alone splits into itself, so the tokenizer counts
+			// it as it would within the text.
+			k = c.codecCount(p)
+			c.mu.Lock()
+			if len(c.pieces) >= cacheEntries || c.pieceBytes+len(p) > pieceBytes {
+				clear(c.pieces)
+				c.pieceBytes = 0
+			}
+			if len(p) <= maxPieceBytes {
+				c.pieces[strings.Clone(p)] = k
+				c.pieceBytes += len(p)
+			}
+		}
+		n += k
+	}
+	c.mu.Unlock()
+	return n
+}
+
+// The piece cache holds pieces of at most maxPieceBytes, pieceBytes in all.
+const (
+	pieceBytes    = 1 << 20
+	maxPieceBytes = 256
+)
+
+// codecCount counts the tokens of s with the tokenizer.
+func (c *Counter) codecCount(s string) int {
+	n, err := c.codec.Count(s)
+	if err != nil { // only possible in strict UTF-8 mode, which is not used
+		n = len(s)/4 + 1
+	}
 	return n
 }
 
@@ -186,7 +253,9 @@ func (c *Counter) Tools(tools []Tool) int {
 	}
 	n := tokensToolsHeader
 	for _, t := range tools {
-		n += tokensPerTool + c.Text(t.Name) + c.Text(t.Description) + c.Text(string(t.Parameters))
+		// The schema is read in place, not copied: the counter keeps
+		// copies of what it caches, never the text it is given.
+		n += tokensPerTool + c.Text(t.Name) + c.Text(t.Description) + c.Text(unsafe.String(unsafe.SliceData(t.Parameters), len(t.Parameters)))
 	}
 	return n
 }

@@ -244,3 +244,18 @@ func TestTextByLinesIsExact(t *testing.T) {
 		}
 	}
 }
+
+// The counter reads a tool's schema in place: what it caches must be its
+// own copy, so a schema changed after counting is counted anew.
+func TestCounterToolsKeepsNoSchema(t *testing.T) {
+	c := NewCounter(BuiltinModel)
+	schema := []byte(`{"type":"object","properties":{"zqxjk_item_7319":{"type":"string"}}}`)
+	tools := []Tool{{Name: "give", Parameters: schema}}
+	before := c.Tools(tools)
+	copy(schema[len(`{"type":"object","properties":{"`):], "a b c d e f g h i j k l")
+	after := c.Tools(tools)
+	want := tokensToolsHeader + tokensPerTool + c.Text("give") + c.Text(string(schema))
+	if after != want || after == before {
+		t.Errorf("Tools after the schema changed = %d, want %d (before: %d)", after, want, before)
+	}
+}

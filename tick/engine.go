@@ -214,6 +214,8 @@ type Engine struct {
 type cachedSet struct {
 	updated time.Time
 	set     *tools.Set
+	// system is SystemPrompt of the NPC whose persona and name these are.
+	persona, name, system string
 }
 
 // New builds an engine.
@@ -400,9 +402,22 @@ func (e *Engine) toolSet(c *character.Character) (*tools.Set, error) {
 	return set, nil
 }
 
-// keepToolSet caches set as the compiled tools of NPC c as stored.
+// keepToolSet caches set as the compiled tools of NPC c as stored, and its
+// system prompt.
 func (e *Engine) keepToolSet(c *character.Character, set *tools.Set) {
-	e.toolsets.Store(c.ID, cachedSet{updated: settingsRev(c), set: set})
+	e.toolsets.Store(c.ID, cachedSet{updated: settingsRev(c), set: set, persona: c.Persona, name: c.Name, system: SystemPrompt(c)})
+}
+
+// systemPrompt returns SystemPrompt(c), rendered once per version of the
+// NPC's settings: from the tool set's cache when it was rendered for the
+// same persona and name.
+func (e *Engine) systemPrompt(c *character.Character) string {
+	if v, ok := e.toolsets.Load(c.ID); ok {
+		if cs := v.(cachedSet); cs.persona == c.Persona && cs.name == c.Name && cs.system != "" {
+			return cs.system
+		}
+	}
+	return SystemPrompt(c)
 }
 
 // settingsRev is what tells one version of an NPC's settings from another:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -284,13 +285,15 @@ func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) e
 // runModel runs the model's step loop, routing each tool call.
 func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, working string) error {
 	c := ts.c
-	system := SystemPrompt(c)
+	system := e.systemPrompt(c)
 	req := llm.Request{Task: llm.TaskTick, Tools: set.Definitions(), MaxTokens: c.MaxOutputTokens}
 	newestOnly := false
-	seenIDs := map[string]bool{}
+	// The call ids of the history as it stood before the turn, and those
+	// given out since: a list, as a turn looks up only a few.
+	var seenIDs []string
 	for _, m := range ts.live {
 		for _, tc := range m.ToolCalls.V {
-			seenIDs[tc.ID] = true
+			seenIDs = append(seenIDs, tc.ID)
 		}
 	}
 	for step := 0; step < c.MaxSteps; {
@@ -342,7 +345,7 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 		ts.usage.LLMCalls++
 		ts.usage.PromptTokens += resp.Usage.PromptTokens
 		ts.usage.CompletionTokens += resp.Usage.CompletionTokens
-		more, err := e.handleReply(ctx, ts, set, resp.Message, step, seenIDs)
+		more, err := e.handleReply(ctx, ts, set, resp.Message, step, &seenIDs)
 		if err != nil {
 			return err
 		}
@@ -370,7 +373,7 @@ func newestTurn(live []character.Message, turn int64) []character.Message {
 // read those results. A step of fire-and-forget game actions (say, emote)
 // ends the turn without a second call, and a call the game must answer
 // makes the turn wait for the game.
-func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set, msg llm.Message, step int, seenIDs map[string]bool) (bool, error) {
+func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set, msg llm.Message, step int, seenIDs *[]string) (bool, error) {
 	content := truncate(strings.TrimSpace(msg.Content), e.cfg.MaxReplyBytes)
 	a := &character.Message{Role: llm.RoleAssistant, Content: content, Turn: ts.turn, Tick: ts.tick, GameTime: ts.gameTime}
 	var calls []character.ToolCall
@@ -379,10 +382,10 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 		id := tc.ID
 		// Models and servers sometimes repeat or omit call ids; results are
 		// matched by id, so each must be unique within the NPC's history.
-		if id == "" || len(id) > 100 || seenIDs[id] {
+		if id == "" || len(id) > 100 || slices.Contains(*seenIDs, id) {
 			id = fmt.Sprintf("call_%d_%d_%d", ts.tick, step, i+1)
 		}
-		seenIDs[id] = true
+		*seenIDs = append(*seenIDs, id)
 		args := tc.Arguments
 		if len(args) > tools.MaxArgsBytes {
 			args = args[:tools.MaxArgsBytes]

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
@@ -177,4 +178,32 @@ func TestTickFollowsTheNPCsSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	tickSees("You are Brom, the new smith.")
+}
+
+// The system prompt is rendered once per settings and kept with the tool
+// set; it is used only for the persona and name it was rendered from.
+func TestSystemPromptIsKeptWithTheToolSet(t *testing.T) {
+	env := openEnv(t, filepath.Join(t.TempDir(), "npcd.db"), &firstTool{})
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := env.eng.systemPrompt(c), env.eng.systemPrompt(c)
+	if a != SystemPrompt(c) || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Errorf("systemPrompt rendered anew or differs from SystemPrompt (%p, %p)", unsafe.StringData(a), unsafe.StringData(b))
+	}
+	for _, change := range []func(*character.Character){
+		func(c *character.Character) { c.Persona = "You are Brom, a retired smith." },
+		func(c *character.Character) { c.Name = "Bram" },
+	} {
+		d := *c
+		change(&d)
+		if got := env.eng.systemPrompt(&d); got != SystemPrompt(&d) {
+			t.Errorf("systemPrompt of changed settings = %q, want %q", got, SystemPrompt(&d))
+		}
+	}
 }
