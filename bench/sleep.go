@@ -79,6 +79,10 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 			return err
 		}
 	}
+	// Allocations are counted over the whole process, as CPU time is: the
+	// sweep is all it runs meanwhile.
+	var mem0 runtime.MemStats
+	runtime.ReadMemStats(&mem0)
 	start, cpu0 := time.Now(), cpuTime()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -106,6 +110,8 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 	close(work)
 	wg.Wait()
 	took, cpu := time.Since(start), cpuTime()-cpu0
+	var mem1 runtime.MemStats
+	runtime.ReadMemStats(&mem1)
 	if o.CPUProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -121,6 +127,8 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	fmt.Fprintf(out, "  CPU time of the sweep %s (%.1f ms per NPC); peak RSS %.0f MiB\n",
 		cpu.Round(time.Millisecond), float64(cpu.Microseconds())/1000/float64(npcs), float64(ru.Maxrss)/1024)
+	fmt.Fprintf(out, "  allocated %.0f KiB and %.1fk allocations per NPC\n",
+		float64(mem1.TotalAlloc-mem0.TotalAlloc)/1024/float64(npcs), float64(mem1.Mallocs-mem0.Mallocs)/1000/float64(npcs))
 	// A second sweep finds nothing new.
 	start = time.Now()
 	for _, id := range ids {
