@@ -1014,10 +1014,16 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 	var live, summary, count int
 	for start := 0; start < len(ids); start += 500 {
 		end := min(start+500, len(ids))
+		// One statement archives the batch's live rows and returns what
+		// the totals need of them. A row that was not live is left alone
+		// and missing from the answer: the caller's transaction, which
+		// fails then, undoes the rest.
 		var rows []Message
-		if err := db.Select("id, summary, masked, view_tokens, mask_tokens").
-			Where("character_id = ? AND state = ? AND id IN ?", id, StateLive, ids[start:end]).Find(&rows).Error; err != nil {
-			return fmt.Errorf("archive messages of %q: %w", id, err)
+		res := db.Model(&rows).Clauses(clause.Returning{Columns: archivedColumns}).
+			Where("character_id = ? AND state = ? AND id IN ?", id, StateLive, ids[start:end]).
+			UpdateColumns(map[string]any{"state": StateArchived, "compaction_id": compactionID})
+		if res.Error != nil {
+			return fmt.Errorf("archive messages of %q: %w", id, res.Error)
 		}
 		if len(rows) != end-start {
 			return fmt.Errorf("archive messages of %q: %w: %d of %d messages are not live", id, ErrInvalid, end-start-len(rows), end-start)
@@ -1029,11 +1035,6 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 			}
 			live += m.PromptTokens()
 			count++
-		}
-		res := db.Model(&Message{}).Where("character_id = ? AND id IN ?", id, ids[start:end]).
-			Updates(map[string]any{"state": StateArchived, "compaction_id": compactionID})
-		if res.Error != nil {
-			return fmt.Errorf("archive messages of %q: %w", id, res.Error)
 		}
 	}
 	err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
@@ -1048,6 +1049,9 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 	}
 	return nil
 }
+
+// archivedColumns are what archive reads back of the rows it archives.
+var archivedColumns = []clause.Column{{Name: "id"}, {Name: "summary"}, {Name: "masked"}, {Name: "view_tokens"}, {Name: "mask_tokens"}}
 
 // newRev returns a fresh history revision: random, so that revisions
 // written by different processes, or by an NPC deleted and created again,

@@ -1306,3 +1306,45 @@ func TestAdvanceStateFoldsTheTotalsAndTheRevisionCheck(t *testing.T) {
 		t.Errorf("AdvanceState of a missing NPC: %v, want ErrNotFound", err)
 	}
 }
+
+// Archive writes each batch of 500 in one statement: a span of several
+// batches with a message gone stale in its last batch archives nothing,
+// and a span of several batches that are all live is counted whole.
+func TestArchiveBatches(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	var ms []*character.Message
+	for i := range 1100 {
+		ms = append(ms, user(int64(i+1), fmt.Sprintf("line %d", i)))
+	}
+	appendMsgs(t, s, "brom", ms...)
+	stale := ms[1050]
+	if err := s.Archive(ctx, "brom", []int64{stale.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := checkTotals(t, s, "brom")
+	all := msgIDs(ms...)
+	if err := s.Archive(ctx, "brom", all, nil); !errors.Is(err, character.ErrInvalid) {
+		t.Fatalf("Archive with a stale message in its last batch = %v, want ErrInvalid", err)
+	}
+	if diff := cmp.Diff(before, checkTotals(t, s, "brom")); diff != "" {
+		t.Errorf("a refused Archive changed the totals (-before +after):\n%s", diff)
+	}
+	if live, _, err := s.CountMessages(ctx, "brom"); err != nil || live != len(ms)-1 {
+		t.Errorf("after a refused Archive: %d live, %v; want %d", live, err, len(ms)-1)
+	}
+	keep := append(slices.Clone(all[:1050]), all[1051:1099]...)
+	compaction := int64(3)
+	if err := s.Archive(ctx, "brom", keep, &compaction); err != nil {
+		t.Fatal(err)
+	}
+	after := checkTotals(t, s, "brom")
+	if after.LiveMessages != 1 || after.ArchivedMessages != len(ms)-1 || after.LiveTokens != ms[1099].ViewTokens {
+		t.Errorf("totals after archiving all but the newest: %+v", after)
+	}
+	archived, err := s.ArchivedBy(ctx, "brom", compaction)
+	if err != nil || len(archived) != len(keep) {
+		t.Errorf("ArchivedBy = %d messages, %v; want %d", len(archived), err, len(keep))
+	}
+}
