@@ -23,6 +23,9 @@ type SleepOptions struct {
 	Workers int // sleeps run at once
 	// CPUProfile, when set, is a file the sweep's CPU profile is written to.
 	CPUProfile string
+	// MemProfile, when set, is a file the allocation profile is written to
+	// after the sweep (allocations of the preparation included).
+	MemProfile string
 }
 
 // SleepSweep puts o.NPCs NPCs to sleep with o.Workers at once, each with
@@ -119,6 +122,19 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 	case err := <-errc:
 		return err
 	default:
+	}
+	if o.MemProfile != "" {
+		f, err := os.Create(o.MemProfile)
+		if err != nil {
+			return err
+		}
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(out, "  sweep of %d NPCs: %s (%.1f ms per NPC, %.0f NPCs/s); %d entries consolidated, %d memories, %d compactions\n",
 		npcs, took.Round(time.Millisecond), float64(took.Milliseconds())/float64(npcs), float64(npcs)/took.Seconds(), consolidated, added, compactions)
