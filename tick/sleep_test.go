@@ -603,3 +603,50 @@ func TestSleepCompactionAndItsMarkCommitTogether(t *testing.T) {
 		})
 	}
 }
+
+// A reflection is written whether the last batch is short (in its
+// transaction) or full (then on its own, once no entry is left): in both,
+// one reflection, citing the entries it reflects on, left unconsolidated.
+func TestSleepReflectsAfterAFullLastBatch(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) {
+			env := newEnv(t)
+			ctx := context.Background()
+			if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 10; i++ {
+				say(t, env, "bob", fmt.Sprintf("Wolves killed %d of my sheep and my brother is missing!", i+2))
+			}
+			n, err := env.jour.CountUnconsolidated(ctx, "brom")
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := n + 1
+			if full {
+				batch = n
+			}
+			cons, err := sleep.NewConsolidator(sleep.ConsolidatorDeps{DB: env.eng.deps.DB, Characters: env.chars, Journal: env.jour,
+				Builtin: env.eng.deps.Builtin}, sleep.ConsolidatorConfig{BatchSize: batch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.eng.deps.Sleeper, err = sleep.NewRunner(sleep.RunnerDeps{DB: env.eng.deps.DB, Characters: env.chars, Journal: env.jour,
+				Lock: env.eng.deps.Locks, Consolidator: cons})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := env.eng.Sleep(ctx, "brom")
+			if err != nil || rep.Reflections != 1 || rep.Consolidated != n {
+				t.Fatalf("sleep = %+v, %v; want %d entries consolidated and one reflection", rep, err, n)
+			}
+			es, err := env.jour.List(ctx, "brom", journal.ListQuery{Type: journal.TypeReflection})
+			if err != nil || len(es) != 1 || len(es[0].Sources.V.JournalIDs) == 0 || es[0].ConsolidatedAt != nil {
+				t.Fatalf("reflections %+v %v, want one, citing entries, unconsolidated", es, err)
+			}
+			if left, err := env.jour.CountUnconsolidated(ctx, "brom"); err != nil || left != 1 {
+				t.Fatalf("unconsolidated after the sleep: %d %v, want the reflection alone", left, err)
+			}
+		})
+	}
+}
