@@ -561,6 +561,23 @@ func (s *Store) State(ctx context.Context, id string) (*Character, error) {
 	return c, nil
 }
 
+// Fresh returns NPC c as it is now: its state read afresh with State, its
+// settings c's when they are unchanged since c was read (the same creation
+// and update times), else the NPC read again whole. It returns ErrNotFound
+// if the NPC is gone.
+func (s *Store) Fresh(ctx context.Context, c *Character) (*Character, error) {
+	st, err := s.State(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !st.CreatedAt.Equal(c.CreatedAt) || !st.UpdatedAt.Equal(c.UpdatedAt) {
+		return s.Get(ctx, c.ID)
+	}
+	fresh := *c
+	fresh.State = st.State
+	return &fresh, nil
+}
+
 // PendingEvents returns up to limit unconsumed events, oldest first.
 func (s *Store) PendingEvents(ctx context.Context, id string, limit int) ([]Event, error) {
 	var evs []Event

@@ -222,7 +222,13 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 	err := c.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		cs := c.chars.WithTx(tx)
 		js := c.journal.WithTx(tx)
-		before, err := cs.Get(ctx, ch.ID)
+		read := cs.Get
+		if mark != nil {
+			// The NPC planned stands for its settings while they are
+			// unchanged: only its state is read.
+			read = func(ctx context.Context, _ string) (*character.Character, error) { return cs.Fresh(ctx, ch) }
+		}
+		before, err := read(ctx, ch.ID)
 		if err != nil {
 			return err
 		}

@@ -335,6 +335,21 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 		}
 		grounded[i] = c.deps.Journal.Ground(f.Content, times[i])
 	}
+	// The memories store their grounded text as it is, not grounded again,
+	// when it is what AddMemories would store: every fact has its time
+	// (the entries it cites have theirs), grounded at UTC's offset as a
+	// memory's time is, and its text, before and after grounding, is trimmed and
+	// short enough that AddMemories would neither cut nor trim it.
+	stored := slices.Clone(grounded)
+	preGrounded := true
+	for i, f := range facts {
+		if _, off := times[i].Zone(); off != 0 {
+			stored[i] = c.deps.Journal.Ground(f.Content, times[i].UTC())
+		}
+		if times[i].IsZero() || !asStored(f.Content) || !asStored(stored[i]) {
+			preGrounded = false
+		}
+	}
 	// Near-duplicates are looked up before the transaction: the index reads
 	// committed memories.
 	dup := make([]int64, len(facts)) // the memory a fact repeats, if any
@@ -372,6 +387,7 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 		var (
 			cites  []cite
 			ms     []*journal.Memory
+			factOf []int              // the fact each of ms comes from
 			addIdx = map[string]int{} // content hash → index in ms
 			pfs    []character.Fact
 		)
@@ -404,6 +420,7 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 				entity = ""
 			}
 			addIdx[hash] = len(ms)
+			factOf = append(factOf, i)
 			ms = append(ms, &journal.Memory{Content: f.Content, Entity: entity, Key: f.Key, Importance: f.Importance,
 				Sources: store.NewJSON(dedupe(src)), GameTime: gameTime})
 			// A profile holds beliefs about someone that can be revised (a
@@ -413,7 +430,14 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 					ValidFrom: gameTime, Sources: store.NewJSON(dedupe(src))})
 			}
 		}
-		superseded, err := js.AddMemories(ctx, ch.ID, ms...)
+		add := js.AddMemories
+		if preGrounded {
+			for j, m := range ms {
+				m.Content = stored[factOf[j]]
+			}
+			add = js.AddGroundedMemories
+		}
+		superseded, err := add(ctx, ch.ID, ms...)
 		if err != nil {
 			return err
 		}
@@ -455,6 +479,12 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 		}
 		return js.Add(ctx, ch.ID, reflection)
 	})
+}
+
+// asStored reports whether AddMemories stores s as it is: trimmed and not
+// cut.
+func asStored(s string) bool {
+	return s != "" && len(s) <= journal.MaxMemoryBytes && strings.TrimSpace(s) == s
 }
 
 // provenance is js.Provenance(ctx, npc, src), computed from the batch's

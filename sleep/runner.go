@@ -205,8 +205,10 @@ func (r *Runner) compact(ctx context.Context, slept *character.Character, latest
 		plan *Plan
 	)
 	err = r.withNPC(ctx, id, func(ctx context.Context) error {
+		// Under the lock only the state is read, unless the settings
+		// changed since the sleep read the NPC.
 		var err error
-		if c, err = r.deps.Characters.Get(ctx, id); err != nil {
+		if c, err = r.deps.Characters.Fresh(ctx, slept); err != nil {
 			return err
 		}
 		if c.Utilization() < c.Compaction.SleepThreshold {
