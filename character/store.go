@@ -850,12 +850,60 @@ func (s *Store) HistoryRev(ctx context.Context, id string) (int64, error) {
 // LiveMessages returns the live history as it is sent: the summary first,
 // then every other live message oldest first.
 func (s *Store) LiveMessages(ctx context.Context, id string) ([]Message, error) {
-	var ms []Message
-	err := s.r(ctx).Where("character_id = ? AND state = ?", id, StateLive).Order("summary DESC, id").Find(&ms).Error
+	// Scanned by hand, not by gorm's reflection: a sleep's plan and a
+	// cold tick read the whole live history.
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if stmt := store.Stmt(ctx, s.hot, liveMessagesSQL); stmt != nil {
+		rows, err = stmt.QueryContext(ctx, id, StateLive)
+	} else {
+		rows, err = s.q(ctx).Raw(liveMessagesSQL, id, StateLive).Rows()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("live history of %q: %w", id, err)
 	}
+	defer rows.Close()
+	ms := make([]Message, 0, 20)
+	for rows.Next() {
+		ms = append(ms, Message{})
+		if err := scanMessage(rows, &ms[len(ms)-1]); err != nil {
+			return nil, fmt.Errorf("live history of %q: %w", id, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("live history of %q: %w", id, err)
+	}
 	return ms, nil
+}
+
+// liveMessagesSQL reads an NPC's live history, summary first, every column
+// of Message in the order scanMessage scans them.
+var liveMessagesSQL = "SELECT id, " + strings.Join(messageColumns, ", ") +
+	" FROM messages WHERE character_id = ? AND state = ? ORDER BY summary DESC, id"
+
+// scanMessage scans a row of id and messageColumns into m; a NULL is read
+// as the zero value, as gorm reads it.
+func scanMessage(rows *sql.Rows, m *Message) error {
+	var (
+		characterID, state, role, content, name, toolCallID, toolName sql.NullString
+		turn, tick, tokens, viewTokens, maskTokens                    sql.NullInt64
+		summary, masked, offloaded                                    sql.NullBool
+		gameTime, createdAt                                           sql.NullTime
+	)
+	err := rows.Scan(&m.ID, &characterID, &state, &role, &summary, &content, &name, &m.ToolCalls, &toolCallID, &toolName,
+		&turn, &tick, &tokens, &viewTokens, &maskTokens, &masked, &offloaded, &m.CompactionID, &m.EventRefs, &m.Metadata,
+		&gameTime, &createdAt)
+	if err != nil {
+		return err
+	}
+	m.CharacterID, m.State, m.Role, m.Content, m.Name = characterID.String, state.String, role.String, content.String, name.String
+	m.ToolCallID, m.ToolName = toolCallID.String, toolName.String
+	m.Turn, m.Tick, m.Tokens, m.ViewTokens, m.MaskTokens = turn.Int64, tick.Int64, int(tokens.Int64), int(viewTokens.Int64), int(maskTokens.Int64)
+	m.Summary, m.Masked, m.Offloaded = summary.Bool, masked.Bool, offloaded.Bool
+	m.GameTime, m.CreatedAt = gameTime.Time, createdAt.Time
+	return nil
 }
 
 // HistoryQuery selects messages for inspection.

@@ -1348,3 +1348,53 @@ func TestArchiveBatches(t *testing.T) {
 		t.Errorf("ArchivedBy = %d messages, %v; want %d", len(archived), err, len(keep))
 	}
 }
+
+// LiveMessages, scanned by hand, reads the live history as gorm reads the
+// rows: every column, the summary first, NULLs as zero values.
+func TestLiveMessagesReadsEveryColumn(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	if got, err := s.LiveMessages(ctx, "brom"); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("LiveMessages of an empty history = %#v, %v; want an empty slice", got, err)
+	}
+	u := user(1, "hello, smith")
+	u.EventRefs = store.NewJSON([]string{"ev-1", "ev-2"})
+	u.GameTime = time.Date(2026, 11, 24, 10, 4, 0, 0, time.UTC)
+	a := assistant(1, character.ToolCall{ID: "c1", Name: "look", Args: `{"at":"sword"}`})
+	a.Name = "brom"
+	r := toolResult(1, "c1", "look", strings.Repeat("a long observation ", 400))
+	r.Metadata = store.NewJSON(map[string]any{"note": "kept", "n": 3.0})
+	old := user(1, "archived")
+	appendMsgs(t, s, "brom", old, summary("## Goal\n- find the sword"), u, a, r)
+	compaction := int64(5)
+	if err := s.Archive(ctx, "brom", []int64{old.ID}, &compaction); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MaskMessages(ctx, "brom", []int64{r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	// A row written before a column existed reads NULL there.
+	if err := s.DB().Exec("UPDATE messages SET name = NULL, tool_name = NULL, metadata = NULL, view_tokens = NULL WHERE id = ?", u.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	var want []character.Message
+	if err := s.DB().Where("character_id = ? AND state = ?", "brom", character.StateLive).Order("summary DESC, id").Find(&want).Error; err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || !got[0].Summary || len(got[1].EventRefs.V) != 2 || len(got[2].ToolCalls.V) != 1 || got[3].Metadata.V["note"] != "kept" {
+		t.Fatalf("LiveMessages = %+v, want the summary, then the three live messages as written", got)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LiveMessages differs from gorm's read (-gorm +LiveMessages):\n%s", diff)
+	}
+	for i := range min(len(want), len(got)) {
+		if w, g := want[i], got[i]; w.GameTime.String() != g.GameTime.String() || w.CreatedAt.String() != g.CreatedAt.String() {
+			t.Errorf("message %d: times %v, %v; gorm reads %v, %v", i, g.GameTime, g.CreatedAt, w.GameTime, w.CreatedAt)
+		}
+	}
+}
