@@ -83,19 +83,20 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 	masking.Flags().IntVar(&obsBytes, "observation-bytes", 2000, "size of each look observation")
 
 	var npcs, entries, workers int
-	var cpuProfile string
+	var cpuProfile, memProfile string
 	sweep := &cobra.Command{
 		Use:   "sleep",
 		Short: "Wall time of a sleep sweep over many NPCs (consolidation and compaction, builtin model)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return SleepSweep(cmd.Context(), stdout, h, SleepOptions{NPCs: npcs, Entries: entries, Workers: workers, CPUProfile: cpuProfile})
+			return SleepSweep(cmd.Context(), stdout, h, SleepOptions{NPCs: npcs, Entries: entries, Workers: workers, CPUProfile: cpuProfile, MemProfile: memProfile})
 		},
 	}
 	sweep.Flags().IntVar(&npcs, "npcs", 1000, "NPCs to put to sleep")
 	sweep.Flags().IntVar(&entries, "entries", 20, "journal entries each NPC consolidates")
 	sweep.Flags().IntVar(&workers, "workers", 8, "sleeps run at once")
 	sweep.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the sweep (not of its preparation) to this file")
+	sweep.Flags().StringVar(&memProfile, "memprofile", "", "write an allocation profile (preparation included) to this file after the sweep")
 	var scheduled int
 	var idle time.Duration
 	sched := &cobra.Command{

@@ -23,6 +23,9 @@ type SleepOptions struct {
 	Workers int // sleeps run at once
 	// CPUProfile, when set, is a file the sweep's CPU profile is written to.
 	CPUProfile string
+	// MemProfile, when set, is a file the allocation profile is written to
+	// after the sweep (allocations of the preparation included).
+	MemProfile string
 }
 
 // SleepSweep puts o.NPCs NPCs to sleep with o.Workers at once, each with
@@ -79,6 +82,10 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 			return err
 		}
 	}
+	// Allocations are counted over the whole process, as CPU time is: the
+	// sweep is all it runs meanwhile.
+	var mem0 runtime.MemStats
+	runtime.ReadMemStats(&mem0)
 	start, cpu0 := time.Now(), cpuTime()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -106,6 +113,8 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 	close(work)
 	wg.Wait()
 	took, cpu := time.Since(start), cpuTime()-cpu0
+	var mem1 runtime.MemStats
+	runtime.ReadMemStats(&mem1)
 	if o.CPUProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -114,6 +123,19 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 		return err
 	default:
 	}
+	if o.MemProfile != "" {
+		f, err := os.Create(o.MemProfile)
+		if err != nil {
+			return err
+		}
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(out, "  sweep of %d NPCs: %s (%.1f ms per NPC, %.0f NPCs/s); %d entries consolidated, %d memories, %d compactions\n",
 		npcs, took.Round(time.Millisecond), float64(took.Milliseconds())/float64(npcs), float64(npcs)/took.Seconds(), consolidated, added, compactions)
 	// CPU time does not depend on what else the machine runs, as wall time does.
@@ -121,6 +143,8 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	fmt.Fprintf(out, "  CPU time of the sweep %s (%.1f ms per NPC); peak RSS %.0f MiB\n",
 		cpu.Round(time.Millisecond), float64(cpu.Microseconds())/1000/float64(npcs), float64(ru.Maxrss)/1024)
+	fmt.Fprintf(out, "  allocated %.0f KiB and %.1fk allocations per NPC\n",
+		float64(mem1.TotalAlloc-mem0.TotalAlloc)/1024/float64(npcs), float64(mem1.Mallocs-mem0.Mallocs)/1000/float64(npcs))
 	// A second sweep finds nothing new.
 	start = time.Now()
 	for _, id := range ids {

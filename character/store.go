@@ -593,6 +593,23 @@ func (s *Store) State(ctx context.Context, id string) (*Character, error) {
 	return c, nil
 }
 
+// Fresh returns NPC c as it is now: its state read afresh with State, its
+// settings c's when they are unchanged since c was read (the same creation
+// and update times), else the NPC read again whole. It returns ErrNotFound
+// if the NPC is gone.
+func (s *Store) Fresh(ctx context.Context, c *Character) (*Character, error) {
+	st, err := s.State(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !st.CreatedAt.Equal(c.CreatedAt) || !st.UpdatedAt.Equal(c.UpdatedAt) {
+		return s.Get(ctx, c.ID)
+	}
+	fresh := *c
+	fresh.State = st.State
+	return &fresh, nil
+}
+
 // PendingEvents returns up to limit unconsumed events, oldest first.
 func (s *Store) PendingEvents(ctx context.Context, id string, limit int) ([]Event, error) {
 	if limit > 0 {
@@ -917,12 +934,60 @@ func (s *Store) HistoryRev(ctx context.Context, id string) (int64, error) {
 // LiveMessages returns the live history as it is sent: the summary first,
 // then every other live message oldest first.
 func (s *Store) LiveMessages(ctx context.Context, id string) ([]Message, error) {
-	var ms []Message
-	err := s.r(ctx).Where("character_id = ? AND state = ?", id, StateLive).Order("summary DESC, id").Find(&ms).Error
+	// Scanned by hand, not by gorm's reflection: a sleep's plan and a
+	// cold tick read the whole live history.
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if stmt := store.Stmt(ctx, s.hot, liveMessagesSQL); stmt != nil {
+		rows, err = stmt.QueryContext(ctx, id, StateLive)
+	} else {
+		rows, err = s.q(ctx).Raw(liveMessagesSQL, id, StateLive).Rows()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("live history of %q: %w", id, err)
 	}
+	defer rows.Close()
+	ms := make([]Message, 0, 20)
+	for rows.Next() {
+		ms = append(ms, Message{})
+		if err := scanMessage(rows, &ms[len(ms)-1]); err != nil {
+			return nil, fmt.Errorf("live history of %q: %w", id, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("live history of %q: %w", id, err)
+	}
 	return ms, nil
+}
+
+// liveMessagesSQL reads an NPC's live history, summary first, every column
+// of Message in the order scanMessage scans them.
+var liveMessagesSQL = "SELECT id, " + strings.Join(messageColumns, ", ") +
+	" FROM messages WHERE character_id = ? AND state = ? ORDER BY summary DESC, id"
+
+// scanMessage scans a row of id and messageColumns into m; a NULL is read
+// as the zero value, as gorm reads it.
+func scanMessage(rows *sql.Rows, m *Message) error {
+	var (
+		characterID, state, role, content, name, toolCallID, toolName sql.NullString
+		turn, tick, tokens, viewTokens, maskTokens                    sql.NullInt64
+		summary, masked, offloaded                                    sql.NullBool
+		gameTime, createdAt                                           sql.NullTime
+	)
+	err := rows.Scan(&m.ID, &characterID, &state, &role, &summary, &content, &name, &m.ToolCalls, &toolCallID, &toolName,
+		&turn, &tick, &tokens, &viewTokens, &maskTokens, &masked, &offloaded, &m.CompactionID, &m.EventRefs, &m.Metadata,
+		&gameTime, &createdAt)
+	if err != nil {
+		return err
+	}
+	m.CharacterID, m.State, m.Role, m.Content, m.Name = characterID.String, state.String, role.String, content.String, name.String
+	m.ToolCallID, m.ToolName = toolCallID.String, toolName.String
+	m.Turn, m.Tick, m.Tokens, m.ViewTokens, m.MaskTokens = turn.Int64, tick.Int64, int(tokens.Int64), int(viewTokens.Int64), int(maskTokens.Int64)
+	m.Summary, m.Masked, m.Offloaded = summary.Bool, masked.Bool, offloaded.Bool
+	m.GameTime, m.CreatedAt = gameTime.Time, createdAt.Time
+	return nil
 }
 
 // HistoryQuery selects messages for inspection.
@@ -1098,10 +1163,16 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 	var live, summary, count int
 	for start := 0; start < len(ids); start += 500 {
 		end := min(start+500, len(ids))
+		// One statement archives the batch's live rows and returns what
+		// the totals need of them. A row that was not live is left alone
+		// and missing from the answer: the caller's transaction, which
+		// fails then, undoes the rest.
 		var rows []Message
-		if err := db.Select("id, summary, masked, view_tokens, mask_tokens").
-			Where("character_id = ? AND state = ? AND id IN ?", id, StateLive, ids[start:end]).Find(&rows).Error; err != nil {
-			return fmt.Errorf("archive messages of %q: %w", id, err)
+		res := db.Model(&rows).Clauses(clause.Returning{Columns: archivedColumns}).
+			Where("character_id = ? AND state = ? AND id IN ?", id, StateLive, ids[start:end]).
+			UpdateColumns(map[string]any{"state": StateArchived, "compaction_id": compactionID})
+		if res.Error != nil {
+			return fmt.Errorf("archive messages of %q: %w", id, res.Error)
 		}
 		if len(rows) != end-start {
 			return fmt.Errorf("archive messages of %q: %w: %d of %d messages are not live", id, ErrInvalid, end-start-len(rows), end-start)
@@ -1113,11 +1184,6 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 			}
 			live += m.PromptTokens()
 			count++
-		}
-		res := db.Model(&Message{}).Where("character_id = ? AND id IN ?", id, ids[start:end]).
-			Updates(map[string]any{"state": StateArchived, "compaction_id": compactionID})
-		if res.Error != nil {
-			return fmt.Errorf("archive messages of %q: %w", id, res.Error)
 		}
 	}
 	err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
@@ -1132,6 +1198,9 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 	}
 	return nil
 }
+
+// archivedColumns are what archive reads back of the rows it archives.
+var archivedColumns = []clause.Column{{Name: "id"}, {Name: "summary"}, {Name: "masked"}, {Name: "view_tokens"}, {Name: "mask_tokens"}}
 
 // newRev returns a fresh history revision: random, so that revisions
 // written by different processes, or by an NPC deleted and created again,

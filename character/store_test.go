@@ -1306,3 +1306,95 @@ func TestAdvanceStateFoldsTheTotalsAndTheRevisionCheck(t *testing.T) {
 		t.Errorf("AdvanceState of a missing NPC: %v, want ErrNotFound", err)
 	}
 }
+
+// Archive writes each batch of 500 in one statement: a span of several
+// batches with a message gone stale in its last batch archives nothing,
+// and a span of several batches that are all live is counted whole.
+func TestArchiveBatches(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	var ms []*character.Message
+	for i := range 1100 {
+		ms = append(ms, user(int64(i+1), fmt.Sprintf("line %d", i)))
+	}
+	appendMsgs(t, s, "brom", ms...)
+	stale := ms[1050]
+	if err := s.Archive(ctx, "brom", []int64{stale.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := checkTotals(t, s, "brom")
+	all := msgIDs(ms...)
+	if err := s.Archive(ctx, "brom", all, nil); !errors.Is(err, character.ErrInvalid) {
+		t.Fatalf("Archive with a stale message in its last batch = %v, want ErrInvalid", err)
+	}
+	if diff := cmp.Diff(before, checkTotals(t, s, "brom")); diff != "" {
+		t.Errorf("a refused Archive changed the totals (-before +after):\n%s", diff)
+	}
+	if live, _, err := s.CountMessages(ctx, "brom"); err != nil || live != len(ms)-1 {
+		t.Errorf("after a refused Archive: %d live, %v; want %d", live, err, len(ms)-1)
+	}
+	keep := append(slices.Clone(all[:1050]), all[1051:1099]...)
+	compaction := int64(3)
+	if err := s.Archive(ctx, "brom", keep, &compaction); err != nil {
+		t.Fatal(err)
+	}
+	after := checkTotals(t, s, "brom")
+	if after.LiveMessages != 1 || after.ArchivedMessages != len(ms)-1 || after.LiveTokens != ms[1099].ViewTokens {
+		t.Errorf("totals after archiving all but the newest: %+v", after)
+	}
+	archived, err := s.ArchivedBy(ctx, "brom", compaction)
+	if err != nil || len(archived) != len(keep) {
+		t.Errorf("ArchivedBy = %d messages, %v; want %d", len(archived), err, len(keep))
+	}
+}
+
+// LiveMessages, scanned by hand, reads the live history as gorm reads the
+// rows: every column, the summary first, NULLs as zero values.
+func TestLiveMessagesReadsEveryColumn(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	if got, err := s.LiveMessages(ctx, "brom"); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("LiveMessages of an empty history = %#v, %v; want an empty slice", got, err)
+	}
+	u := user(1, "hello, smith")
+	u.EventRefs = store.NewJSON([]string{"ev-1", "ev-2"})
+	u.GameTime = time.Date(2026, 11, 24, 10, 4, 0, 0, time.UTC)
+	a := assistant(1, character.ToolCall{ID: "c1", Name: "look", Args: `{"at":"sword"}`})
+	a.Name = "brom"
+	r := toolResult(1, "c1", "look", strings.Repeat("a long observation ", 400))
+	r.Metadata = store.NewJSON(map[string]any{"note": "kept", "n": 3.0})
+	old := user(1, "archived")
+	appendMsgs(t, s, "brom", old, summary("## Goal\n- find the sword"), u, a, r)
+	compaction := int64(5)
+	if err := s.Archive(ctx, "brom", []int64{old.ID}, &compaction); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MaskMessages(ctx, "brom", []int64{r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	// A row written before a column existed reads NULL there.
+	if err := s.DB().Exec("UPDATE messages SET name = NULL, tool_name = NULL, metadata = NULL, view_tokens = NULL WHERE id = ?", u.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	var want []character.Message
+	if err := s.DB().Where("character_id = ? AND state = ?", "brom", character.StateLive).Order("summary DESC, id").Find(&want).Error; err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || !got[0].Summary || len(got[1].EventRefs.V) != 2 || len(got[2].ToolCalls.V) != 1 || got[3].Metadata.V["note"] != "kept" {
+		t.Fatalf("LiveMessages = %+v, want the summary, then the three live messages as written", got)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LiveMessages differs from gorm's read (-gorm +LiveMessages):\n%s", diff)
+	}
+	for i := range min(len(want), len(got)) {
+		if w, g := want[i], got[i]; w.GameTime.String() != g.GameTime.String() || w.CreatedAt.String() != g.CreatedAt.String() {
+			t.Errorf("message %d: times %v, %v; gorm reads %v, %v", i, g.GameTime, g.CreatedAt, w.GameTime, w.CreatedAt)
+		}
+	}
+}

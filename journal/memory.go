@@ -161,6 +161,22 @@ func (s *Store) AddMemory(ctx context.Context, npc string, m *Memory) (supersede
 // they fill and one update per memory that supersedes some. When any is
 // invalid, none is stored.
 func (s *Store) AddMemories(ctx context.Context, npc string, ms ...*Memory) (superseded [][]int64, err error) {
+	return s.addMemories(ctx, npc, false, ms)
+}
+
+// AddGroundedMemories is AddMemories for memories whose Content is grounded
+// already, by Ground at their GameTime (which must be set): it is stored
+// without being grounded again.
+func (s *Store) AddGroundedMemories(ctx context.Context, npc string, ms ...*Memory) (superseded [][]int64, err error) {
+	for _, m := range ms {
+		if m.GameTime.IsZero() {
+			return nil, fmt.Errorf("%w: a grounded memory without its game time", ErrInvalid)
+		}
+	}
+	return s.addMemories(ctx, npc, true, ms)
+}
+
+func (s *Store) addMemories(ctx context.Context, npc string, grounded bool, ms []*Memory) (superseded [][]int64, err error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}
@@ -169,7 +185,9 @@ func (s *Store) AddMemories(ctx context.Context, npc string, ms ...*Memory) (sup
 		if err := prepareMemory(npc, m, now); err != nil {
 			return nil, err
 		}
-		s.groundMemory(m)
+		if !grounded {
+			s.groundMemory(m)
+		}
 	}
 	err = s.atomically(ctx, func(tx *gorm.DB) error {
 		superseded = make([][]int64, len(ms))

@@ -450,3 +450,58 @@ func TestAddMemoriesIsAddMemoryInTurn(t *testing.T) {
 		t.Errorf("%d current memories after the refused batch, want 4", n)
 	}
 }
+
+// AddGroundedMemories stores the text it is given, grounded by the caller,
+// as AddMemories stores the same text ungrounded: same content, same hash,
+// the slot superseded the same way; it grounds nothing again and refuses a
+// memory without its game time.
+func TestAddGroundedMemoriesStoresWhatAddMemoriesWould(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 24, 10, 4, 0, 0, time.UTC)
+	raw := []string{"The wolves took 3 sheep last night", "Bob moved to Riverton last week", "I work as a miller"}
+	var plain, grounded []*Memory
+	for _, r := range raw {
+		plain = append(plain, &Memory{Content: r, Entity: "bob", Key: "news", GameTime: at})
+		grounded = append(grounded, &Memory{Content: e.jour.Ground(r, at), Entity: "bob", Key: "news", GameTime: at})
+	}
+	if _, err := e.jour.AddMemories(ctx, "brom", plain...); err != nil {
+		t.Fatal(err)
+	}
+	sup, err := e.jour.AddGroundedMemories(ctx, "mara", grounded...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]int64{nil, {grounded[0].ID}, {grounded[1].ID}}, sup, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("superseded (-want +got):\n%s", diff)
+	}
+	if grounded[0].Content == raw[0] {
+		t.Fatalf("the test's text has nothing to ground: %q", raw[0])
+	}
+	for i := range raw {
+		p, g := plain[i], grounded[i]
+		if g.Content != p.Content || g.ContentHash != p.ContentHash {
+			t.Errorf("memory %d: grounded stored %q (%s), AddMemories %q (%s)", i, g.Content, g.ContentHash, p.Content, p.ContentHash)
+		}
+	}
+	for _, npc := range []string{"brom", "mara"} {
+		ms, err := e.jour.Memories(ctx, npc, MemoryQuery{Superseded: true})
+		if err != nil || len(ms) != len(raw) {
+			t.Fatalf("memories of %s: %d, %v", npc, len(ms), err)
+		}
+		for _, m := range ms {
+			if strings.Count(m.Content, "[") > 1 {
+				t.Errorf("memory of %s grounded twice: %q", npc, m.Content)
+			}
+		}
+	}
+	// Text grounded again would be grounded twice: the caller is trusted,
+	// and the text is stored as given.
+	twice := &Memory{Content: "Seen the day before [23 November 2026] yesterday", GameTime: at}
+	if _, err := e.jour.AddGroundedMemories(ctx, "mara", twice); err != nil || twice.Content != "Seen the day before [23 November 2026] yesterday" {
+		t.Errorf("AddGroundedMemories changed %q (%v)", twice.Content, err)
+	}
+	if _, err := e.jour.AddGroundedMemories(ctx, "mara", &Memory{Content: "no time"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a grounded memory without its game time: %v, want ErrInvalid", err)
+	}
+}

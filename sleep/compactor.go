@@ -185,24 +185,65 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 	return rec, err
 }
 
+// SleepMark is the sleep mark a compaction run by a sleep sets in its own
+// transaction: Latest, the newest message id the sleep looked at, or the
+// summary the compaction writes when no other message came after Latest;
+// and At, when the sleep ran.
+type SleepMark struct {
+	Latest int64
+	At     time.Time
+}
+
+// CommitSleep is Commit for a sleep: ch is the NPC the plan was made of,
+// read again inside the transaction (it fails with character.ErrNotFound
+// if the NPC was deleted and created again since), and the sleep mark is
+// set in the transaction that stores the compaction, so that the two
+// commit together. The caller holds the NPC's lock.
+func (c *Compactor) CommitSleep(ctx context.Context, ch *character.Character, p *Plan, s Summary, mark SleepMark) (*Record, error) {
+	rec, _, err := c.commitWith(ctx, ch, p, s, &mark)
+	return rec, err
+}
+
 // commit is Commit that also returns the NPC as the compaction left it.
 func (c *Compactor) commit(ctx context.Context, ch *character.Character, p *Plan, s Summary) (*Record, *character.Character, error) {
+	return c.commitWith(ctx, ch, p, s, nil)
+}
+
+// commitWith is commit that, given a mark, also sets the sleep mark; ch is
+// then the life the plan was made of, and the NPC as read in the
+// transaction stands for it.
+func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *Plan, s Summary, mark *SleepMark) (*Record, *character.Character, error) {
 	if p.Empty() {
 		return nil, nil, fmt.Errorf("commit compaction of %q: empty plan", ch.ID)
 	}
 	var after *character.Character
 	now := c.now()
-	rec := &Record{CharacterID: ch.ID, Trigger: p.Trigger, Summarizer: s.Summarizer, FallbackReason: s.FallbackReason,
-		Instruction: p.Instruction, MessagesCompacted: len(p.SpanIDs()), Tick: ch.State.Tick, GameTime: ch.State.GameTime, CreatedAt: now}
-	rec.FirstMessageID, rec.LastMessageID = p.Span[0].ID, p.Span[len(p.Span)-1].ID
-	counter := c.models.Counter(ch.Model)
+	var rec *Record
 	err := c.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		cs := c.chars.WithTx(tx)
 		js := c.journal.WithTx(tx)
-		before, err := cs.Get(ctx, ch.ID)
+		read := cs.Get
+		if mark != nil {
+			// The NPC planned stands for its settings while they are
+			// unchanged: only its state is read.
+			read = func(ctx context.Context, _ string) (*character.Character, error) { return cs.Fresh(ctx, ch) }
+		}
+		before, err := read(ctx, ch.ID)
 		if err != nil {
 			return err
 		}
+		if mark != nil {
+			if !before.CreatedAt.Equal(ch.CreatedAt) {
+				// Deleted and created again while the summary was written:
+				// the plan is of a life that is gone.
+				return fmt.Errorf("%w: npc %q was deleted and created again", character.ErrNotFound, ch.ID)
+			}
+			ch = before
+		}
+		counter := c.models.Counter(ch.Model)
+		rec = &Record{CharacterID: ch.ID, Trigger: p.Trigger, Summarizer: s.Summarizer, FallbackReason: s.FallbackReason,
+			Instruction: p.Instruction, MessagesCompacted: len(p.SpanIDs()), Tick: ch.State.Tick, GameTime: ch.State.GameTime, CreatedAt: now}
+		rec.FirstMessageID, rec.LastMessageID = p.Span[0].ID, p.Span[len(p.Span)-1].ID
 		rec.TokensBefore = before.ContextTokens()
 		if err := tx.Create(rec).Error; err != nil {
 			return fmt.Errorf("record compaction: %w", err)
@@ -220,9 +261,9 @@ func (c *Compactor) commit(ctx context.Context, ch *character.Character, p *Plan
 			}
 			return err
 		}
-		if err := js.Add(ctx, ch.ID, notableBeforeCompaction(p.Span)...); err != nil {
-			return err
-		}
+		// The notable facts of the span and the synthesis go in one insert
+		// at the end, in this order, as they are numbered.
+		entries := notableBeforeCompaction(p.Span)
 		sources := spanSources(p.Span)
 		body := character.SummaryPrefix + "\n" + s.Text
 		sum := &character.Message{Role: llm.RoleSystem, Summary: true, Content: body, Turn: ch.State.Turn, Tick: ch.State.Tick,
@@ -249,22 +290,42 @@ func (c *Compactor) commit(ctx context.Context, ch *character.Character, p *Plan
 			Sources: store.NewJSON(sources),
 			Metadata: store.NewJSON(map[string]any{"compaction_id": rec.ID, "trigger": p.Trigger, "summarizer": s.Summarizer,
 				"summary_message_id": sum.ID, "first_message_id": rec.FirstMessageID, "last_message_id": rec.LastMessageID})}
-		if err := js.Add(ctx, ch.ID, entry); err != nil {
+		if err := js.Add(ctx, ch.ID, append(entries, entry)...); err != nil {
 			return err
 		}
-		if after, err = cs.Get(ctx, ch.ID); err != nil {
+		cols := map[string]any{"compactions": gorm.Expr("compactions + 1")}
+		if mark != nil {
+			// The summary is no news for the next sleep: unless a message
+			// came after Latest, the mark passes it, so that a sleep with
+			// nothing new since is skipped.
+			at := mark.Latest
+			newer, err := cs.HasMessagesAfter(ctx, ch.ID, mark.Latest, sum.ID)
+			if err != nil {
+				return err
+			}
+			if !newer {
+				at = sum.ID
+			}
+			cols["sleep_mark"], cols["last_sleep_at"] = at, mark.At
+		}
+		// The state as this write leaves it: only state columns changed
+		// in this transaction, so the rest of the NPC is as read above.
+		state, err := cs.UpdateStateReturning(ctx, ch.ID, cols)
+		if err != nil {
 			return err
 		}
+		after = new(character.Character)
+		*after = *before
+		after.State = state
 		rec.TokensAfter = after.ContextTokens()
-		note := missedTarget(after, p)
-		if err := cs.UpdateState(ctx, ch.ID, map[string]any{"compactions": gorm.Expr("compactions + 1"), "compaction_note": note}); err != nil {
-			return err
+		if note := missedTarget(after, p); note != after.State.CompactionNote {
+			if err := cs.UpdateState(ctx, ch.ID, map[string]any{"compaction_note": note}); err != nil {
+				return err
+			}
+			after.State.CompactionNote = note
 		}
-		// As the statement above leaves it, in this transaction.
-		after.State.Compactions++
-		after.State.CompactionNote = note
 		rec.Metadata = store.NewJSON(map[string]any{"target_tokens": TargetTokens(after)})
-		if note != "" {
+		if note := after.State.CompactionNote; note != "" {
 			rec.Metadata.V["target_missed"] = note
 		}
 		rec.SummaryMessageID = sum.ID

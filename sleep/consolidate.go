@@ -221,6 +221,7 @@ func (c *Consolidator) Consolidate(ctx context.Context, ch *character.Character)
 	var res Consolidation
 	var reflectOn []journal.Entry
 	weight := 0
+	reflected := false
 	for {
 		entries, err := c.deps.Journal.Unconsolidated(ctx, ch.ID, c.cfg.BatchSize)
 		if err != nil {
@@ -237,27 +238,58 @@ func (c *Consolidator) Consolidate(ctx context.Context, ch *character.Character)
 		if res.Extractor == "" || extractor == SummarizerFallback {
 			res.Extractor = extractor
 		}
-		if err := c.merge(ctx, ch, entries, facts, anyKnown, &res); err != nil {
-			return res, err
-		}
-		res.Entries += len(entries)
 		for _, e := range entries {
 			if e.Type != journal.TypeReflection {
 				weight += e.Importance
 				reflectOn = append(reflectOn, e)
 			}
 		}
-		if len(entries) < c.cfg.BatchSize {
-			break // the last batch; entries written since wait for the next sleep
+		// A short batch is the last (entries written since wait for the
+		// next sleep): the reflection, if one is due, is written in its
+		// transaction.
+		last := len(entries) < c.cfg.BatchSize
+		var reflection *journal.Entry
+		if last && c.reflects(weight) {
+			if reflection, err = c.reflection(ctx, ch, reflectOn); err != nil {
+				return res, err
+			}
+		}
+		if err := c.merge(ctx, ch, entries, facts, anyKnown, &res, reflection); err != nil {
+			return res, err
+		}
+		res.Entries += len(entries)
+		if reflection != nil {
+			reflected = true
+			res.Reflections++
+		}
+		if last {
+			break
 		}
 	}
-	if c.cfg.ReflectionImportance > 0 && weight >= c.cfg.ReflectionImportance {
-		if err := c.reflect(ctx, ch, reflectOn); err != nil {
+	// A last batch that was full: the reflection goes on its own.
+	if !reflected && c.reflects(weight) {
+		reflection, err := c.reflection(ctx, ch, reflectOn)
+		if err != nil {
+			return res, err
+		}
+		err = c.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := c.deps.Characters.WithTx(tx).Still(ctx, ch); err != nil {
+				return err
+			}
+			return c.deps.Journal.WithTx(tx).Add(ctx, ch.ID, reflection)
+		})
+		if err != nil {
 			return res, err
 		}
 		res.Reflections++
 	}
 	return res, nil
+}
+
+// reflects reports whether consolidated entries of summed importance
+// weight call for a reflection.
+func (c *Consolidator) reflects(weight int) bool {
+	return c.cfg.ReflectionImportance > 0 && weight >= c.cfg.ReflectionImportance
 }
 
 // known returns the current memories about the entities the entries
@@ -284,10 +316,10 @@ func (c *Consolidator) known(ctx context.Context, npc string, entries []journal.
 }
 
 // merge stores the facts of one batch and marks its entries consolidated,
-// in one transaction. anyKnown says whether the NPC had current memories
+// in one transaction; with a reflection, it adds it there too. anyKnown says whether the NPC had current memories
 // when the batch was read: without any there is no near-duplicate to look
 // for, and the search index need not be loaded for it.
-func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entries []journal.Entry, facts []llm.ExtractedFact, anyKnown bool, res *Consolidation) error {
+func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entries []journal.Entry, facts []llm.ExtractedFact, anyKnown bool, res *Consolidation, reflection *journal.Entry) error {
 	byID := map[int64]journal.Entry{}
 	for _, e := range entries {
 		byID[e.ID] = e
@@ -302,6 +334,21 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 			}
 		}
 		grounded[i] = c.deps.Journal.Ground(f.Content, times[i])
+	}
+	// The memories store their grounded text as it is, not grounded again,
+	// when it is what AddMemories would store: every fact has its time
+	// (the entries it cites have theirs), grounded at UTC's offset as a
+	// memory's time is, and its text, before and after grounding, is trimmed and
+	// short enough that AddMemories would neither cut nor trim it.
+	stored := slices.Clone(grounded)
+	preGrounded := true
+	for i, f := range facts {
+		if _, off := times[i].Zone(); off != 0 {
+			stored[i] = c.deps.Journal.Ground(f.Content, times[i].UTC())
+		}
+		if times[i].IsZero() || !asStored(f.Content) || !asStored(stored[i]) {
+			preGrounded = false
+		}
 	}
 	// Near-duplicates are looked up before the transaction: the index reads
 	// committed memories.
@@ -340,6 +387,7 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 		var (
 			cites  []cite
 			ms     []*journal.Memory
+			factOf []int              // the fact each of ms comes from
 			addIdx = map[string]int{} // content hash → index in ms
 			pfs    []character.Fact
 		)
@@ -372,6 +420,7 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 				entity = ""
 			}
 			addIdx[hash] = len(ms)
+			factOf = append(factOf, i)
 			ms = append(ms, &journal.Memory{Content: f.Content, Entity: entity, Key: f.Key, Importance: f.Importance,
 				Sources: store.NewJSON(dedupe(src)), GameTime: gameTime})
 			// A profile holds beliefs about someone that can be revised (a
@@ -381,7 +430,14 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 					ValidFrom: gameTime, Sources: store.NewJSON(dedupe(src))})
 			}
 		}
-		superseded, err := js.AddMemories(ctx, ch.ID, ms...)
+		add := js.AddMemories
+		if preGrounded {
+			for j, m := range ms {
+				m.Content = stored[factOf[j]]
+			}
+			add = js.AddGroundedMemories
+		}
+		superseded, err := add(ctx, ch.ID, ms...)
 		if err != nil {
 			return err
 		}
@@ -415,8 +471,20 @@ func (c *Consolidator) merge(ctx context.Context, ch *character.Character, entri
 		for i, e := range entries {
 			ids[i] = e.ID
 		}
-		return js.MarkConsolidated(ctx, ch.ID, ids, now)
+		if err := js.MarkConsolidated(ctx, ch.ID, ids, now); err != nil {
+			return err
+		}
+		if reflection == nil {
+			return nil
+		}
+		return js.Add(ctx, ch.ID, reflection)
 	})
+}
+
+// asStored reports whether AddMemories stores s as it is: trimmed and not
+// cut.
+func asStored(s string) bool {
+	return s != "" && len(s) <= journal.MaxMemoryBytes && strings.TrimSpace(s) == s
 }
 
 // provenance is js.Provenance(ctx, npc, src), computed from the batch's
@@ -497,8 +565,9 @@ func ReflectionPrompt(name string, entries []journal.Entry) []llm.Message {
 	return []llm.Message{{Role: llm.RoleSystem, Content: sys}, {Role: llm.RoleUser, Content: llm.Blocks(llm.Part{Tag: llm.TagEntries, Body: strings.Join(lines, "\n")})}}
 }
 
-// reflect writes a reflection entry over the most important entries.
-func (c *Consolidator) reflect(ctx context.Context, ch *character.Character, entries []journal.Entry) error {
+// reflection writes the reflection entry over the most important entries,
+// to be stored.
+func (c *Consolidator) reflection(ctx context.Context, ch *character.Character, entries []journal.Entry) (*journal.Entry, error) {
 	top := append([]journal.Entry(nil), entries...)
 	// The most important first, at most 20.
 	for i := 1; i < len(top); i++ {
@@ -534,13 +603,8 @@ func (c *Consolidator) reflect(ctx context.Context, ch *character.Character, ent
 	}
 	src, err = provenance(ctx, c.deps.Journal, ch.ID, src, byID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := c.deps.Characters.WithTx(tx).Still(ctx, ch); err != nil {
-			return err
-		}
-		return c.deps.Journal.WithTx(tx).Add(ctx, ch.ID, &journal.Entry{Type: journal.TypeReflection, Content: reflection, Importance: 7, GameTime: gameTime,
-			Sources: store.NewJSON(src), Metadata: store.NewJSON(map[string]any{"reflection_of": len(top)})})
-	})
+	return &journal.Entry{Type: journal.TypeReflection, Content: reflection, Importance: 7, GameTime: gameTime,
+		Sources: store.NewJSON(src), Metadata: store.NewJSON(map[string]any{"reflection_of": len(top)})}, nil
 }

@@ -149,11 +149,14 @@ func (r *Runner) sleep(ctx context.Context, id string) (*Report, error) {
 		rep.ProfilesUpdated, rep.Reflections, rep.Extractor = cons.ProfilesUpdated, cons.Reflections, cons.Extractor
 	}
 	if r.deps.Compactor != nil {
-		rec, note, err := r.compact(ctx, id)
+		rec, note, marked, err := r.compact(ctx, c, latest)
 		if err != nil {
 			return nil, err
 		}
 		rep.Compaction, rep.Note = rec, note
+		if marked {
+			return rep, nil // the compaction set the sleep mark
+		}
 	}
 	err = r.withNPC(ctx, id, func(ctx context.Context) error {
 		return r.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -183,18 +186,29 @@ func (r *Runner) sleep(ctx context.Context, id string) (*Report, error) {
 	return rep, nil
 }
 
-// compact compacts NPC id if it is over its sleep threshold: plan under the
-// lock, summarize outside it, commit under it. A plan overtaken by an
-// emergency compaction or a clear meanwhile is dropped, not forced.
-func (r *Runner) compact(ctx context.Context, id string) (*Record, string, error) {
+// sleepCommitter is a Compacting that can set the sleep mark in the
+// transaction of the compaction (*Compactor can).
+type sleepCommitter interface {
+	CommitSleep(ctx context.Context, c *character.Character, p *Plan, s Summary, mark SleepMark) (*Record, error)
+}
+
+// compact compacts the NPC slept (slept, as the sleep first read it) if it
+// is over its sleep threshold: plan under the lock, summarize outside it,
+// commit under it. A plan overtaken by an emergency compaction or a clear
+// meanwhile is dropped, not forced. When the compactor can, the commit
+// also sets the sleep mark, from latest (marked is then true).
+func (r *Runner) compact(ctx context.Context, slept *character.Character, latest int64) (rec *Record, note string, marked bool, err error) {
 	sc := r.deps.Compactor
+	id := slept.ID
 	var (
 		c    *character.Character
 		plan *Plan
 	)
-	err := r.withNPC(ctx, id, func(ctx context.Context) error {
+	err = r.withNPC(ctx, id, func(ctx context.Context) error {
+		// Under the lock only the state is read, unless the settings
+		// changed since the sleep read the NPC.
 		var err error
-		if c, err = r.deps.Characters.Get(ctx, id); err != nil {
+		if c, err = r.deps.Characters.Fresh(ctx, slept); err != nil {
 			return err
 		}
 		if c.Utilization() < c.Compaction.SleepThreshold {
@@ -204,15 +218,27 @@ func (r *Runner) compact(ctx context.Context, id string) (*Record, string, error
 		return err
 	})
 	if err != nil || plan.Empty() {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	pinned, err := sc.Pinned(ctx, plan)
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	sum := sc.Summarize(ctx, c, plan, pinned)
-	var rec *Record
+	// The mark is the sleep's: set with the compaction only when the life
+	// planned is the one the sleep read; else the mark is left to the
+	// last step, which finds the NPC gone.
+	mc, canMark := sc.(sleepCommitter)
+	canMark = canMark && c.CreatedAt.Equal(slept.CreatedAt)
 	err = r.withNPC(ctx, id, func(ctx context.Context) error {
+		if canMark {
+			// The commit reads the NPC in its transaction and checks it
+			// is still the life planned.
+			var err error
+			rec, err = mc.CommitSleep(ctx, c, plan, sum, SleepMark{Latest: latest, At: r.deps.Clock.Now().UTC()})
+			marked = err == nil
+			return err
+		}
 		fresh, err := r.deps.Characters.Get(ctx, id)
 		if err != nil {
 			return err
@@ -226,7 +252,7 @@ func (r *Runner) compact(ctx context.Context, id string) (*Record, string, error
 		return err
 	})
 	if errors.Is(err, ErrStale) {
-		return nil, "the planned compaction was overtaken by another one; nothing was archived", nil
+		return nil, "the planned compaction was overtaken by another one; nothing was archived", false, nil
 	}
-	return rec, "", err
+	return rec, "", marked, err
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/journal"
@@ -543,5 +544,109 @@ func fillPastSleepThreshold(t *testing.T, env *testEnv) {
 		if c.Utilization() >= c.Compaction.EmergencyThreshold || i > 500 {
 			t.Fatalf("could not reach the sleep threshold without an emergency (%.2f)", c.Utilization())
 		}
+	}
+}
+
+// A sleep's compaction sets the sleep mark in its own transaction: when the
+// statement writing the mark fails, nothing of the compaction is stored,
+// and when the compaction's last statement fails, the mark is not set.
+func TestSleepCompactionAndItsMarkCommitTogether(t *testing.T) {
+	for _, fail := range []string{"mark", "record"} {
+		t.Run(fail, func(t *testing.T) {
+			env := newEnv(t)
+			ctx := context.Background()
+			if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+				t.Fatal(err)
+			}
+			fillPastSleepThreshold(t, env)
+			comp := env.eng.deps.Compactor.(*sleep.Compactor)
+			var armed atomic.Bool
+			failing := func(tx *gorm.DB) {
+				if !armed.Load() {
+					return
+				}
+				cols, _ := tx.Statement.Dest.(map[string]any)
+				_, mark := cols["sleep_mark"]
+				_, record := cols["summary_message_id"]
+				if (fail == "mark" && mark) || (fail == "record" && record) {
+					tx.AddError(errors.New("injected failure"))
+				}
+			}
+			if err := env.eng.deps.DB.Callback().Update().Before("gorm:update").Register("test:fail_sleep_commit", failing); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := env.chars.Get(ctx, "brom")
+			recs, _ := comp.Records(ctx, "brom")
+			armed.Store(true)
+			if _, err := env.eng.Sleep(ctx, "brom"); err == nil {
+				t.Fatal("a sleep whose commit failed succeeded")
+			}
+			armed.Store(false)
+			after, _ := env.chars.Get(ctx, "brom")
+			if after.State.SleepMark != before.State.SleepMark || after.State.LastSleepAt != nil || after.State.Compactions != before.State.Compactions ||
+				after.State.LiveMessages != before.State.LiveMessages {
+				t.Errorf("after a failed commit: state %+v, want it as before (%+v)", after.State, before.State)
+			}
+			if got, _ := comp.Records(ctx, "brom"); len(got) != len(recs) {
+				t.Errorf("after a failed commit: %d compactions, want %d", len(got), len(recs))
+			}
+			rep, err := env.eng.Sleep(ctx, "brom")
+			if err != nil || rep.Compaction == nil {
+				t.Fatalf("sleep = %+v, %v; want a compaction", rep, err)
+			}
+			after, _ = env.chars.Get(ctx, "brom")
+			latest, _ := env.chars.LatestMessageID(ctx, "brom")
+			if after.State.SleepMark != rep.Compaction.SummaryMessageID || latest != rep.Compaction.SummaryMessageID || after.State.LastSleepAt == nil {
+				t.Errorf("after the sleep: mark %d, last sleep %v; want the summary %d (latest %d)", after.State.SleepMark, after.State.LastSleepAt,
+					rep.Compaction.SummaryMessageID, latest)
+			}
+		})
+	}
+}
+
+// A reflection is written whether the last batch is short (in its
+// transaction) or full (then on its own, once no entry is left): in both,
+// one reflection, citing the entries it reflects on, left unconsolidated.
+func TestSleepReflectsAfterAFullLastBatch(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		t.Run(fmt.Sprintf("full=%v", full), func(t *testing.T) {
+			env := newEnv(t)
+			ctx := context.Background()
+			if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 10; i++ {
+				say(t, env, "bob", fmt.Sprintf("Wolves killed %d of my sheep and my brother is missing!", i+2))
+			}
+			n, err := env.jour.CountUnconsolidated(ctx, "brom")
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := n + 1
+			if full {
+				batch = n
+			}
+			cons, err := sleep.NewConsolidator(sleep.ConsolidatorDeps{DB: env.eng.deps.DB, Characters: env.chars, Journal: env.jour,
+				Builtin: env.eng.deps.Builtin}, sleep.ConsolidatorConfig{BatchSize: batch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.eng.deps.Sleeper, err = sleep.NewRunner(sleep.RunnerDeps{DB: env.eng.deps.DB, Characters: env.chars, Journal: env.jour,
+				Lock: env.eng.deps.Locks, Consolidator: cons})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := env.eng.Sleep(ctx, "brom")
+			if err != nil || rep.Reflections != 1 || rep.Consolidated != n {
+				t.Fatalf("sleep = %+v, %v; want %d entries consolidated and one reflection", rep, err, n)
+			}
+			es, err := env.jour.List(ctx, "brom", journal.ListQuery{Type: journal.TypeReflection})
+			if err != nil || len(es) != 1 || len(es[0].Sources.V.JournalIDs) == 0 || es[0].ConsolidatedAt != nil {
+				t.Fatalf("reflections %+v %v, want one, citing entries, unconsolidated", es, err)
+			}
+			if left, err := env.jour.CountUnconsolidated(ctx, "brom"); err != nil || left != 1 {
+				t.Fatalf("unconsolidated after the sleep: %d %v, want the reflection alone", left, err)
+			}
+		})
 	}
 }
