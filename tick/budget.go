@@ -68,3 +68,58 @@ func readResults(live []character.Message, exempt func(string) bool) []int64 {
 	}
 	return ids
 }
+
+// readFirst reports whether a tick over the emergency threshold may call
+// the model before compacting, because the tool results it has not read yet
+// are all that put the context there. Two conditions: the whole prompt with
+// the reply reserve fits the window, and without what masking those
+// results saves once they are read the context (with the tick's pending new
+// messages) is back under the sleep threshold, leaving the band up to the
+// emergency threshold for the next turns. Deferring with the rest of the
+// context already past the sleep threshold would mostly postpone the
+// compaction by a tick, at the cost of a near-full prompt.
+// Compacting now instead would summarize history for the sake of results
+// that masking shrinks on the next tick anyway. It needs masking on: with
+// masking off nothing shrinks them once read. Results of exempt tools count
+// as history, since routine masking spares them.
+func (e *Engine) readFirst(ctx context.Context, c *character.Character, pending int) (bool, error) {
+	if !c.Masking.On() || !fitsWindow(c, c.ContextTokens()+pending) {
+		return false, nil
+	}
+	live, err := e.liveHistory(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	return mayReadFirst(c, live, pending), nil
+}
+
+// mayReadFirst is readFirst's rule on c's live history.
+func mayReadFirst(c *character.Character, live []character.Message, pending int) bool {
+	total := c.ContextTokens() + pending
+	if !c.Masking.On() || !fitsWindow(c, total) {
+		return false
+	}
+	rest := total - unreadExcess(live, c.Masking.Exempt)
+	return float64(rest) < c.Compaction.SleepThreshold*float64(c.ContextWindow)
+}
+
+// fitsWindow reports whether a prompt of tokens (ContextTokens plus what a
+// tick adds; the reply priming is part of SystemTokens) leaves the reply
+// reserve, MaxOutputTokens, within the window.
+func fitsWindow(c *character.Character, tokens int) bool {
+	return tokens+c.MaxOutputTokens <= c.ContextWindow
+}
+
+// unreadExcess is what the tool results in live the model has not read yet
+// (those after the last assistant message) cost beyond their placeholders:
+// what routine masking saves once the model has read them. Only results
+// masking would shrink count (maskableResult).
+func unreadExcess(live []character.Message, exempt func(string) bool) int {
+	n := 0
+	for i := len(live) - 1; i >= 0 && live[i].Role != llm.RoleAssistant; i-- {
+		if maskableResult(&live[i], exempt) {
+			n += live[i].ViewTokens - live[i].MaskTokens
+		}
+	}
+	return n
+}

@@ -253,8 +253,11 @@ func callIDs(pcs []character.PendingCall) []string {
 }
 
 // ensureBudget masks and compacts before the model call when the context
-// with the new messages reaches the emergency threshold. Each step returns
-// the NPC as it leaves it, so the row is never read again.
+// with the new messages reaches the emergency threshold, unless only tool
+// results the model has not read yet put it there and the prompt fits the
+// window (readFirst): then the model reads them first, and routine masking
+// shrinks them on a later tick. Each step returns the NPC as it leaves it,
+// so the row is never read again.
 func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) error {
 	comp := e.deps.Compactor
 	if comp == nil {
@@ -273,6 +276,9 @@ func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) e
 	ts.c = after
 	if !ts.c.OverEmergency(ts.c.ContextTokens() + pending) {
 		return nil
+	}
+	if read, err := e.readFirst(ctx, ts.c, pending); err != nil || read {
+		return err
 	}
 	rec, after, err := comp.Compact(ctx, ts.c, sleep.TriggerEmergency, "")
 	if err != nil {
