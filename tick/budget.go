@@ -123,3 +123,26 @@ func unreadExcess(live []character.Message, exempt func(string) bool) int {
 	}
 	return n
 }
+
+// fitStep runs, before a further step of a tick that read its unread tool
+// results first, the emergency compaction that tick skipped if the step's
+// prompt (msgs, with the tool definitions) and the reply reserve no longer
+// fit the window: the turn's new messages have grown it. It does so once;
+// ts.live is then the history after.
+func (e *Engine) fitStep(ctx context.Context, ts *turnState, msgs []llm.Message) error {
+	c := ts.c
+	if e.deps.Compactor == nil || fitsWindow(c, e.Counter(c.Model).Messages(msgs)+c.State.ToolTokens) {
+		return nil
+	}
+	ts.readFirst = false
+	rec, after, err := e.deps.Compactor.Compact(ctx, c, sleep.TriggerEmergency, "")
+	if err != nil {
+		return fmt.Errorf("emergency compaction: %w", err)
+	}
+	if rec == nil {
+		return nil
+	}
+	ts.c, ts.comp = after, rec
+	ts.live, err = e.liveHistory(ctx, ts.c)
+	return err
+}

@@ -3,9 +3,14 @@ package tick
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
@@ -208,4 +213,107 @@ func TestMayReadFirst(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A tick that reads its unread results first and then takes another step
+// whose prompt no longer fits the window compacts before that step: the
+// summarizer runs between the two model calls of the tick.
+func TestReadFirstStepThatOutgrowsTheWindowCompacts(t *testing.T) {
+	f := newFakeProvider(t)
+	var mu sync.Mutex
+	var seq []string
+	noteNext := false // the test sets it for the tick that reads first
+	note := strings.Repeat("The forge is cold and the sword is not on the anvil; ", 45)
+	f.set(func(kind string, n int, req openai.ChatCompletionRequest) (int, string, time.Duration) {
+		if kind != "tick" {
+			mu.Lock()
+			seq = append(seq, kind)
+			mu.Unlock()
+			return chatty(kind, n, req)
+		}
+		last := req.Messages[len(req.Messages)-1]
+		step := "say"
+		mu.Lock()
+		doNote := noteNext
+		mu.Unlock()
+		switch {
+		case last.Role == "user" && strings.Contains(last.Content, "look around"):
+			step = "look"
+		case last.Role == "tool" && strings.HasPrefix(last.ToolCallID, "look_") && doNote:
+			step = "note"
+		case last.Role == "tool":
+			step = "end"
+		}
+		mu.Lock()
+		seq = append(seq, step)
+		mu.Unlock()
+		call := func(name, args string) string {
+			return completion(openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{
+				ID: fmt.Sprintf("%s_%d", name, n), Type: "function", Function: openai.FunctionCall{Name: name, Arguments: args}}}})
+		}
+		switch step {
+		case "look":
+			return 200, call("look", "{}"), 0
+		case "note":
+			return 200, call("journal_write", fmt.Sprintf(`{"type":"note","content":%q}`, note)), 0
+		case "end":
+			return 200, textCompletion(""), 0
+		}
+		return 200, sayCompletion(n, "Aye, I hear you."), 0
+	})
+	client, err := llm.NewClient(llm.ClientConfig{BaseURL: f.srv.URL + "/v1", Model: "gpt-4o-mini", MaxRetries: -1, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := openEnvWith(t, filepath.Join(t.TempDir(), "npcd.db"), client, 0)
+	ctx := context.Background()
+	c := brom()
+	c.Model = "gpt-4o-mini"
+	c.ContextWindow, c.MaxOutputTokens = 2048, 204
+	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
+	if _, err := env.eng.PutNPC(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		if i%3 != 0 {
+			tickOnce(t, env, fmt.Sprintf("Round %d: the north road is busy today.", i))
+			continue
+		}
+		res := tickOnce(t, env, fmt.Sprintf("Round %d: can you look around for my sword?", i))
+		for _, call := range res.Awaiting {
+			if err := env.eng.PostToolResults(ctx, "brom", []ToolResult{{CallID: call, Content: forgeObservation}}); err != nil {
+				t.Fatal(err)
+			}
+			stored, err := env.chars.Get(ctx, "brom")
+			if err != nil {
+				t.Fatal(err)
+			}
+			live, err := env.chars.LiveMessages(ctx, "brom")
+			if err != nil {
+				t.Fatal(err)
+			}
+			deferred := stored.OverEmergency(stored.ContextTokens()) && mayReadFirst(stored, live, 0)
+			mu.Lock()
+			seq, noteNext = nil, deferred
+			mu.Unlock()
+			res, err := env.eng.Tick(ctx, "brom")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !deferred {
+				continue
+			}
+			mu.Lock()
+			got := strings.Join(seq, " ")
+			mu.Unlock()
+			if got != "note summary end" {
+				t.Fatalf("model calls of the tick that read first: %q, want the compaction between its two steps", got)
+			}
+			if res.Compaction == nil || res.Compaction.Trigger != sleep.TriggerEmergency {
+				t.Fatalf("the tick reports no emergency compaction: %+v", res.Compaction)
+			}
+			return
+		}
+	}
+	t.Fatal("no observation was read before compacting: the test proves nothing")
 }

@@ -88,6 +88,11 @@ type turnState struct {
 	text     string
 	invalid  int
 	comp     *sleep.Record
+	// readFirst is set when the tick skipped an emergency compaction so
+	// that the model reads its unread tool results first (readFirst): a
+	// further step of the turn then compacts before its call if its prompt
+	// no longer fits the window (fitStep).
+	readFirst bool
 	// modelTime is the time spent in model calls, for the tick's log line.
 	modelTime time.Duration
 	recovery  string
@@ -278,6 +283,7 @@ func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) e
 		return nil
 	}
 	if read, err := e.readFirst(ctx, ts.c, pending); err != nil || read {
+		ts.readFirst = read
 		return err
 	}
 	rec, after, err := comp.Compact(ctx, ts.c, sleep.TriggerEmergency, "")
@@ -303,6 +309,11 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 		}
 	}
 	for step := 0; step < c.MaxSteps; {
+		if step > 0 && ts.readFirst {
+			if err := e.fitStep(ctx, ts, assemble(system, ts.live, working, ts.current)); err != nil {
+				return err
+			}
+		}
 		history := ts.live
 		if newestOnly {
 			history = newestTurn(ts.live, ts.turn)
@@ -316,6 +327,7 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 			case "":
 				// Compact, rebuild, retry once.
 				ts.recovery = RecoveryCompacted
+				ts.readFirst = false
 				if e.deps.Compactor != nil {
 					rec, after, cerr := e.deps.Compactor.Compact(ctx, ts.c, sleep.TriggerOverflow, "")
 					if cerr != nil {
