@@ -11,7 +11,8 @@ import (
 
 // overMaskMark reports whether a prompt of tokens has passed the mark from
 // which the tool results the model has already read are masked before the
-// tick: the sleep threshold, below the emergency one, so that masking —
+// tick: the compaction target (half the window by default), below the
+// sleep and emergency thresholds, so that masking —
 // which loses nothing, the result staying in the archive and its id in the
 // placeholder — makes room before a compaction is needed.
 func overMaskMark(c *character.Character, tokens int) bool {
