@@ -171,3 +171,33 @@ func TestIdleTickRunsOneStatement(t *testing.T) {
 		}
 	}
 }
+
+// An idle tick under an idempotency key adds only what the key needs: the
+// look for an answer stored under it before the glance, and the answer's
+// row after. Asked again, the key's answer is read and nothing else.
+func TestKeyedIdleTickStatements(t *testing.T) {
+	env, log := countingEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"FROM `tick_outcomes`", "FROM characters WHERE id = ?", "INSERT INTO `tick_outcomes`"}
+	for i, key := range []string{"k1", "k1"} {
+		log.reset()
+		res, err := env.eng.TickWithKey(ctx, "brom", key)
+		if err != nil || !res.Idle {
+			t.Fatal(res, err)
+		}
+		stmts, txs := log.taken()
+		if i == 1 {
+			want = want[:1] // the stored answer
+		}
+		ok := len(stmts) == len(want) && txs == 0
+		for j := 0; ok && j < len(want); j++ {
+			ok = strings.Contains(stmts[j], want[j])
+		}
+		if !ok {
+			t.Fatalf("keyed idle tick %d ran %d statements in %d transactions, want %q:\n%s", i, len(stmts), txs, want, strings.Join(stmts, "\n"))
+		}
+	}
+}
