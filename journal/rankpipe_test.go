@@ -434,3 +434,26 @@ func TestUserRankMatchesUsers(t *testing.T) {
 		}
 	}
 }
+
+// A keyword hit carries the position of its row's item, which ranking
+// reads in place of looking the row up.
+func TestKeywordHitsCarryTheirPosition(t *testing.T) {
+	r, err := NewRetriever(NewStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, texts := rankIndex(t, r, 5, 500)
+	rng := rand.New(rand.NewPCG(9, 10))
+	n := 0
+	for _, q := range rankQueries(rng, texts, 32) {
+		for _, h := range x.keyword(Terms(q), 40, r.cfg.wExpand, r.cfg.lengthNorm) {
+			n++
+			if p, ok := x.pos[itemKey{h.kind, h.id}]; !ok || p != h.p {
+				t.Fatalf("hit %+v: the row's item is at %d (%v)", h, p, ok)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no hits")
+	}
+}

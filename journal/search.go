@@ -262,8 +262,9 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	kw := rs.kw[:0]
 	best := 0.0
 	for _, h := range hits {
-		if p, ok := x.pos[itemKey{h.kind, h.id}]; ok && h.score > 0 {
-			kw = append(kw, kwPos{p, h.score})
+		// A hit's position is its row's: each row is one item (see add).
+		if h.score > 0 {
+			kw = append(kw, kwPos{h.p, h.score})
 			best = math.Max(best, h.score)
 		}
 	}
