@@ -542,7 +542,14 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &pending}
 	var err error
 	if stmt := store.Stmt(ctx, s.hot, glanceSQL); stmt != nil {
-		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
+		// On SQLite the read of one row runs in microseconds and never
+		// waits on a network; a context that can be cancelled would make
+		// database/sql and the driver each start a goroutine to watch it,
+		// costing more than the read. A context already done still stops it.
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("glance at npc %q: %w", id, err)
+		}
+		err = stmt.QueryRowContext(context.WithoutCancel(ctx), id).Scan(dest...)
 	} else {
 		err = s.q(ctx).Raw(glanceSQL, id).Row().Scan(dest...)
 	}

@@ -200,7 +200,7 @@ func (x *npcIndex) keyword(terms []string, limit int, expand, b float64) []kwHit
 		acc[p] = 0
 		it := x.items[p]
 		h := &tops[it.kind]
-		hit := kwHit{kind: it.kind, id: it.id, score: float64(s)}
+		hit := kwHit{kind: it.kind, id: it.id, score: float64(s), p: p}
 		if len(*h) < limit {
 			*h = append(*h, hit)
 			h.up(len(*h) - 1)

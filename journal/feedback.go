@@ -109,7 +109,7 @@ func addHits(a, b []kwHit, w float64) []kwHit {
 		if i, ok := at[itemKey{h.kind, h.id}]; ok {
 			out[i].score += s
 		} else {
-			out = append(out, kwHit{kind: h.kind, id: h.id, score: s})
+			out = append(out, kwHit{kind: h.kind, id: h.id, score: s, p: h.p})
 		}
 	}
 	return out

@@ -78,14 +78,17 @@ func TestFeedbackTerms(t *testing.T) {
 }
 
 func TestAddHits(t *testing.T) {
-	a := []kwHit{{kindMessage, 1, 4}, {kindMessage, 2, 2}}
-	b := []kwHit{{kindMessage, 2, 10}, {kindMessage, 3, 5}}
+	a := []kwHit{{kindMessage, 0, 1, 4}, {kindMessage, 1, 2, 2}}
+	b := []kwHit{{kindMessage, 1, 2, 10}, {kindMessage, 2, 3, 5}}
 	got := addHits(a, b, 0.5)
 	want := map[int64]float64{1: 4, 2: 2 + 2, 3: 1}
 	if len(got) != 3 {
 		t.Fatalf("hits %v", got)
 	}
 	for _, h := range got {
+		if h.p != int32(h.id-1) {
+			t.Errorf("hit %d at position %d, want %d", h.id, h.p, h.id-1)
+		}
 		if h.score != want[h.id] {
 			t.Errorf("hit %d scores %v, want %v", h.id, h.score, want[h.id])
 		}

@@ -47,9 +47,10 @@ type npcIndex struct {
 	vecs  []float32 // dims floats per item, zero while an item waits for its vector
 	pos   map[itemKey]int32
 	// users lists the items of perceived messages in id order, for the
-	// neighbour bonus.
+	// neighbour bonus; userRank holds, for each item, its place in users,
+	// -1 for an item that is no perceived message.
 	users    []int32
-	userRank map[int32]int32
+	userRank []int32
 	// post lists, for each indexed word (see termKey), the items holding
 	// it: the NPC's own BM25 statistics and the keyword channel's index.
 	post     map[string][]posting
@@ -115,12 +116,12 @@ type npcIndex struct {
 }
 
 func newIndex(npc string) *npcIndex {
-	return &npcIndex{npc: npc, semText: map[int32]string{}, pos: map[itemKey]int32{}, userRank: map[int32]int32{}, pending: map[int32]string{}, post: map[string][]posting{}, family: map[string][]string{}, who: map[string]int32{}}
+	return &npcIndex{npc: npc, semText: map[int32]string{}, pos: map[itemKey]int32{}, pending: map[int32]string{}, post: map[string][]posting{}, family: map[string][]string{}, who: map[string]int32{}}
 }
 
 func (x *npcIndex) bytes() int64 {
 	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
-		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
+		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
 		int64(cap(x.sem)) + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
 		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24
 }
@@ -183,10 +184,12 @@ func (x *npcIndex) add(it item, text string) int32 {
 		x.vecs = append(x.vecs, make([]float32, x.dims)...)
 	}
 	x.pos[itemKey{it.kind, it.id}] = p
+	rank := int32(-1)
 	if it.user {
-		x.userRank[p] = int32(len(x.users))
+		rank = int32(len(x.users))
 		x.users = append(x.users, p)
 	}
+	x.userRank = append(x.userRank, rank)
 	if it.gameTime > x.newest {
 		x.newest = it.gameTime
 	}

@@ -101,10 +101,12 @@ func (s *Store) keywordIndex(ctx context.Context, npc string) (*npcIndex, error)
 	return x, nil
 }
 
-// kwHit is one keyword match: a row of a source table and its BM25 score
-// (higher is better).
+// kwHit is one keyword match: a row of a source table, its BM25 score
+// (higher is better) and its item's position in the index, so ranking
+// needs no look-up by row.
 type kwHit struct {
 	kind  itemKind
+	p     int32 // beside kind, where it takes no room of its own
 	id    int64
 	score float64
 }

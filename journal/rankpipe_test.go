@@ -412,3 +412,48 @@ func TestScanNonFinite(t *testing.T) {
 		t.Fatalf("vecAt of the NaN vector: %v", s)
 	}
 }
+
+// userRank holds each item's place among the perceived messages, which
+// the neighbour bonus and the window read in place of a search of users.
+func TestUserRankMatchesUsers(t *testing.T) {
+	r, err := NewRetriever(NewStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := rankIndex(t, r, 3, 500)
+	if len(x.userRank) != len(x.items) || len(x.users) == 0 {
+		t.Fatalf("%d ranks for %d items, %d perceived", len(x.userRank), len(x.items), len(x.users))
+	}
+	for p, it := range x.items {
+		rank, ok := slices.BinarySearch(x.users, int32(p))
+		if !it.user {
+			rank, ok = -1, false
+		}
+		if got := x.userRank[p]; int(got) != rank || ok != (got >= 0) {
+			t.Fatalf("item %d (perceived %v): rank %d, want %d", p, it.user, got, rank)
+		}
+	}
+}
+
+// A keyword hit carries the position of its row's item, which ranking
+// reads in place of looking the row up.
+func TestKeywordHitsCarryTheirPosition(t *testing.T) {
+	r, err := NewRetriever(NewStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, texts := rankIndex(t, r, 5, 500)
+	rng := rand.New(rand.NewPCG(9, 10))
+	n := 0
+	for _, q := range rankQueries(rng, texts, 32) {
+		for _, h := range x.keyword(Terms(q), 40, r.cfg.wExpand, r.cfg.lengthNorm) {
+			n++
+			if p, ok := x.pos[itemKey{h.kind, h.id}]; !ok || p != h.p {
+				t.Fatalf("hit %+v: the row's item is at %d (%v)", h, p, ok)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no hits")
+	}
+}

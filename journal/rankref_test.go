@@ -380,8 +380,8 @@ func refRank(r *Retriever, x *npcIndex, haveVec, haveSem bool, hits []kwHit, poo
 	}
 	neighbours := func(p int32) (prev, next int32) {
 		prev, next = -1, -1
-		rank, ok := x.userRank[p]
-		if !ok {
+		rank := x.userRank[p]
+		if rank < 0 {
 			return
 		}
 		if rank > 0 {

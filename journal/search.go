@@ -212,8 +212,8 @@ func (r *Retriever) window(x *npcIndex) window {
 		if !ok {
 			return 0, false
 		}
-		rank, ok := x.userRank[p]
-		return rank, ok
+		rank := x.userRank[p]
+		return rank, rank >= 0
 	}}
 }
 
@@ -262,8 +262,9 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	kw := rs.kw[:0]
 	best := 0.0
 	for _, h := range hits {
-		if p, ok := x.pos[itemKey{h.kind, h.id}]; ok && h.score > 0 {
-			kw = append(kw, kwPos{p, h.score})
+		// A hit's position is its row's: each row is one item (see add).
+		if h.score > 0 {
+			kw = append(kw, kwPos{h.p, h.score})
 			best = math.Max(best, h.score)
 		}
 	}
@@ -509,11 +510,8 @@ func below(cands []candidate, next []int32, done []bool, i int) float64 {
 // when there is none, or when p is no perceived message).
 func (x *npcIndex) neighbours(p int32) (prev, next int32) {
 	prev, next = -1, -1
-	if !x.items[p].user {
-		return
-	}
-	rank, ok := slices.BinarySearch(x.users, p)
-	if !ok {
+	rank := int(x.userRank[p])
+	if rank < 0 {
 		return
 	}
 	if rank > 0 {

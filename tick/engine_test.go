@@ -12,6 +12,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"gorm.io/gorm"
+
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/internal/testdb"
 	"github.com/npcd/npcd/journal"
@@ -41,7 +43,12 @@ func openEnvWith(t testing.TB, path string, model llm.Chatter, summaryTimeout ti
 // dependencies before it is built.
 func openEnvDeps(t testing.TB, path string, model llm.Chatter, summaryTimeout time.Duration, adjust func(*Deps)) *testEnv {
 	t.Helper()
-	db := testdb.OpenAt(t, path)
+	return envOnDB(t, testdb.OpenAt(t, path), path, model, summaryTimeout, adjust)
+}
+
+// envOnDB is openEnvDeps on db, the database at path.
+func envOnDB(t testing.TB, db *gorm.DB, path string, model llm.Chatter, summaryTimeout time.Duration, adjust func(*Deps)) *testEnv {
+	t.Helper()
 	chars := character.NewStore(db)
 	jour := journal.NewStore(db)
 	builtin := llm.NewBuiltin()

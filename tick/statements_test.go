@@ -1,0 +1,203 @@
+package tick
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	gormsqlite "gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/npcd/npcd/internal/schema"
+	"github.com/npcd/npcd/store"
+)
+
+// stmtLog records the statements and transactions run through a
+// countingConnector, prepared ones included (gorm's callbacks see only
+// those gorm runs itself).
+type stmtLog struct {
+	mu    sync.Mutex
+	stmts []string
+	txs   int
+}
+
+func (l *stmtLog) ran(query string) {
+	l.mu.Lock()
+	l.stmts = append(l.stmts, strings.Join(strings.Fields(query), " "))
+	l.mu.Unlock()
+}
+
+func (l *stmtLog) began() {
+	l.mu.Lock()
+	l.txs++
+	l.mu.Unlock()
+}
+
+// reset forgets what was recorded.
+func (l *stmtLog) reset() {
+	l.mu.Lock()
+	l.stmts, l.txs = nil, 0
+	l.mu.Unlock()
+}
+
+// taken returns what was recorded since the last reset.
+func (l *stmtLog) taken() ([]string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.stmts...), l.txs
+}
+
+// countingConnector opens connections of the SQLite driver that record
+// each statement they run in log.
+type countingConnector struct {
+	drv driver.Driver
+	dsn string
+	log *stmtLog
+}
+
+func (c *countingConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: conn, log: c.log}, nil
+}
+
+func (c *countingConnector) Driver() driver.Driver { return c.drv }
+
+type countingConn struct {
+	driver.Conn
+	log *stmtLog
+}
+
+func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	s, err := c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &countingStmt{Stmt: s, query: query, log: c.log}, nil
+}
+
+func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	c.log.began()
+	return c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	c.log.ran(query)
+	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+}
+
+func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	c.log.ran(query)
+	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+}
+
+func (c *countingConn) ResetSession(ctx context.Context) error {
+	return c.Conn.(driver.SessionResetter).ResetSession(ctx)
+}
+
+type countingStmt struct {
+	driver.Stmt
+	query string
+	log   *stmtLog
+}
+
+func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	s.log.ran(s.query)
+	return s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+}
+
+func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	s.log.ran(s.query)
+	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+}
+
+// countingEnv is newEnv on an SQLite database whose statements are
+// recorded in the returned log.
+func countingEnv(t *testing.T) (*testEnv, *stmtLog) {
+	t.Helper()
+	probe, err := sql.Open("sqlite", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := probe.Driver()
+	probe.Close()
+	path := filepath.Join(t.TempDir(), "npcd.db")
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_txlock=immediate&_time_format=sqlite"
+	log := &stmtLog{}
+	pool := sql.OpenDB(&countingConnector{drv: drv, dsn: dsn, log: log})
+	pool.SetMaxOpenConns(1) // SQLite writers queue here, as the write gate queues them in the daemon
+	db, err := gorm.Open(gormsqlite.New(gormsqlite.Config{Conn: pool}), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	if err := store.Migrate(context.Background(), db, schema.Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	return envOnDB(t, db, path, nil, 0, nil), log
+}
+
+// An idle tick runs one statement, the glance at the NPC's counters and
+// inbox, and opens no transaction: the commonest request of a large world
+// must not grow a query unnoticed.
+func TestIdleTickRunsOneStatement(t *testing.T) {
+	env, log := countingEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: "Good morning, Brom."}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := env.eng.Tick(ctx, "brom"); err != nil || res.Idle {
+		t.Fatal(res, err)
+	}
+	for i := 0; i < 3; i++ {
+		log.reset()
+		res, err := env.eng.Tick(ctx, "brom")
+		if err != nil || !res.Idle {
+			t.Fatal(res, err)
+		}
+		stmts, txs := log.taken()
+		if len(stmts) != 1 || txs != 0 || !strings.Contains(stmts[0], "FROM characters WHERE id = ?") {
+			t.Fatalf("idle tick %d ran %d statements in %d transactions, want only the glance:\n%s", i, len(stmts), txs, strings.Join(stmts, "\n"))
+		}
+	}
+}
+
+// An idle tick under an idempotency key adds only what the key needs: the
+// look for an answer stored under it before the glance, and the answer's
+// row after. Asked again, the key's answer is read and nothing else.
+func TestKeyedIdleTickStatements(t *testing.T) {
+	env, log := countingEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"FROM `tick_outcomes`", "FROM characters WHERE id = ?", "INSERT INTO `tick_outcomes`"}
+	for i, key := range []string{"k1", "k1"} {
+		log.reset()
+		res, err := env.eng.TickWithKey(ctx, "brom", key)
+		if err != nil || !res.Idle {
+			t.Fatal(res, err)
+		}
+		stmts, txs := log.taken()
+		if i == 1 {
+			want = want[:1] // the stored answer
+		}
+		ok := len(stmts) == len(want) && txs == 0
+		for j := 0; ok && j < len(want); j++ {
+			ok = strings.Contains(stmts[j], want[j])
+		}
+		if !ok {
+			t.Fatalf("keyed idle tick %d ran %d statements in %d transactions, want %q:\n%s", i, len(stmts), txs, want, strings.Join(stmts, "\n"))
+		}
+	}
+}
