@@ -516,8 +516,9 @@ func (s *Store) AddEvents(ctx context.Context, id string, evs []Event, maxPendin
 // answer, and what an idle tick reports: the NPC's counters, token totals
 // and waiting calls, without its settings.
 type Glance struct {
-	// NPC holds the state, the window and max_output_tokens; its other
-	// settings are not read.
+	// NPC holds the state, the window, max_output_tokens and the
+	// compaction target (which the warnings weigh the context against);
+	// its other settings are not read.
 	NPC *Character
 	// Pending is whether an event waits in the inbox.
 	Pending bool
@@ -528,7 +529,7 @@ type Glance struct {
 // large world and parsing the statement again would cost as much as
 // running it.
 const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
-	tool_tokens, compactions, awaiting, resume, compaction_note, context_window, max_output_tokens,
+	tool_tokens, compactions, awaiting, resume, compaction_note, context_window, max_output_tokens, compaction_target,
 	EXISTS (SELECT 1 FROM events WHERE events.character_id = characters.id AND consumed_at IS NULL)
 	FROM characters WHERE id = ?`
 
@@ -539,7 +540,7 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 	var pending bool
 	dest := []any{&c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
-		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &pending}
+		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &c.Compaction.Target, &pending}
 	var err error
 	if stmt := store.Stmt(ctx, s.hot, glanceSQL); stmt != nil {
 		// On SQLite the read of one row runs in microseconds and never

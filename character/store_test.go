@@ -1170,6 +1170,11 @@ func TestGlance(t *testing.T) {
 	s := newStore(t)
 	putNPC(t, s, "brom")
 	newMaskFixture(t, s, "brom")
+	c := get(t, s, "brom")
+	c.Compaction.Target = 0.2
+	if _, err := s.Put(ctx, c); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.UpdateState(ctx, "brom", map[string]any{"tick": 9, "resume": true, "compaction_note": "over target",
 		"awaiting": store.NewJSON([]character.PendingCall{{ID: "c1", Tool: "look"}})}); err != nil {
 		t.Fatal(err)
@@ -1182,7 +1187,8 @@ func TestGlance(t *testing.T) {
 	if diff := cmp.Diff(full.State, g.NPC.State, cmpopts.IgnoreFields(character.State{}, "GameTime", "LastSleepAt", "SleepMark", "HistoryRev")); diff != "" {
 		t.Fatalf("Glance state differs from Get (-get +glance):\n%s", diff)
 	}
-	if g.NPC.ContextWindow != full.ContextWindow || g.NPC.MaxOutputTokens != full.MaxOutputTokens || g.NPC.ID != "brom" {
+	if g.NPC.ContextWindow != full.ContextWindow || g.NPC.MaxOutputTokens != full.MaxOutputTokens || g.NPC.ID != "brom" ||
+		g.NPC.Compaction.Target != 0.2 {
 		t.Fatalf("Glance settings: %+v", g.NPC)
 	}
 	if g.Pending {
