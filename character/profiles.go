@@ -127,19 +127,13 @@ func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.T
 	if key := EntityKey(entity); key != "" && !at.IsZero() {
 		db := s.q(ctx)
 		at = at.UTC()
-		cols := map[string]any{
-			"mentions":   gorm.Expr("mentions + 1"),
-			"last_seen":  gorm.Expr("CASE WHEN last_seen < ? THEN ? ELSE last_seen END", at, at),
-			"updated_at": time.Now().UTC(),
-		}
-		if name != "" {
-			cols["name"] = clip(name, 128)
-		}
+		updated := time.Now().UTC()
+		named := clip(name, 128)
 		var n int64
-		if st, ok := s.prep.Stmt(ctx, db, noteSeenSQL(name != "", IsActorKey(key))); ok {
-			args := []any{at, at, cols["updated_at"]}
+		if st, ok := s.prep.Stmt(ctx, db, noteSeenSQLs[b2i(name != "")][b2i(IsActorKey(key))]); ok {
+			args := []any{at, at, updated}
 			if name != "" {
-				args = append(args, cols["name"])
+				args = append(args, named)
 			}
 			args = append(args, id)
 			if !IsActorKey(key) {
@@ -153,6 +147,14 @@ func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.T
 				return fmt.Errorf("update profile %q of %q: %w", key, id, err)
 			}
 		} else {
+			cols := map[string]any{
+				"mentions":   gorm.Expr("mentions + 1"),
+				"last_seen":  gorm.Expr("CASE WHEN last_seen < ? THEN ? ELSE last_seen END", at, at),
+				"updated_at": updated,
+			}
+			if name != "" {
+				cols["name"] = named
+			}
 			q := db.Model(&Profile{})
 			if IsActorKey(key) {
 				q = q.Where("character_id = ? AND entity = ?", id, key)
@@ -172,6 +174,21 @@ func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.T
 	}
 	_, err := s.UpsertProfile(ctx, id, ProfileUpdate{Entity: entity, Name: name, SeenAt: at})
 	return err
+}
+
+// noteSeenSQLs holds noteSeenSQL(named, actor) at [named][actor], 0 for
+// false and 1 for true.
+var noteSeenSQLs = [2][2]string{
+	{noteSeenSQL(false, false), noteSeenSQL(false, true)},
+	{noteSeenSQL(true, false), noteSeenSQL(true, true)},
+}
+
+// b2i is 1 for true and 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // noteSeenSQL is NoteSeen's update (SQLite), setting the display name or

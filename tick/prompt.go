@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,9 @@ You are %s, a character in a living game world. Stay in character at all times.
 	return b.String()
 }
 
+// eventStamp is the layout of an event's time in a prompt.
+const eventStamp = "2006-01-02 15:04"
+
 // formatEvents renders events as one user message, one line each.
 func formatEvents(evs []character.Event, self string) string {
 	var b strings.Builder
@@ -46,9 +50,15 @@ func formatEvents(evs []character.Event, self string) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "[%s] %s", e.At.UTC().Format("2006-01-02 15:04"), describeEvent(e, self))
+		var stamp [len(eventStamp)]byte
+		b.WriteByte('[')
+		b.Write(e.At.UTC().AppendFormat(stamp[:0], eventStamp))
+		b.WriteString("] ")
+		b.WriteString(describeEvent(e, self))
 		if e.Room != "" && e.Room != room {
-			fmt.Fprintf(&b, " (in %s)", text.OneLine(llm.Defuse(e.Room)))
+			b.WriteString(" (in ")
+			b.WriteString(text.OneLine(llm.Defuse(e.Room)))
+			b.WriteByte(')')
 			room = e.Room
 		}
 	}
@@ -84,39 +94,39 @@ func describeEvent(e character.Event, self string) string {
 	}
 	switch strings.ToLower(e.Kind) {
 	case "say":
-		return fmt.Sprintf("%s says: %q", actor, said)
+		return actor + " says: " + strconv.Quote(said)
 	case "whisper", "tell":
-		return fmt.Sprintf("%s whispers to %s: %q", actor, target, said)
+		return actor + " whispers to " + target + ": " + strconv.Quote(said)
 	case "shout", "yell":
-		return fmt.Sprintf("%s shouts: %q", actor, said)
+		return actor + " shouts: " + strconv.Quote(said)
 	case "emote":
-		return fmt.Sprintf("%s %s", actor, said)
+		return actor + " " + said
 	case "arrive", "enter":
 		return joinText(actor+" arrives", said)
 	case "leave", "exit":
 		return joinText(actor+" leaves", said)
 	case "give":
-		return joinText(fmt.Sprintf("%s gives %s", actor, target), said)
+		return joinText(actor+" gives "+target, said)
 	case "attack":
-		return joinText(fmt.Sprintf("%s attacks %s", actor, target), said)
+		return joinText(actor+" attacks "+target, said)
 	case "system", "narration", "":
 		if e.Actor == "" {
 			return "(" + said + ")"
 		}
 	}
-	return joinText(fmt.Sprintf("%s [%s]", actor, e.Kind), said)
+	return joinText(actor+" ["+e.Kind+"]", said)
 }
 
 func describeOwnAct(kind, text, target string) string {
 	switch strings.ToLower(kind) {
 	case "say":
-		return fmt.Sprintf("(the game tells you) you said: %q", text)
+		return "(the game tells you) you said: " + strconv.Quote(text)
 	case "whisper", "tell":
-		return fmt.Sprintf("(the game tells you) you whispered to %s: %q", target, text)
+		return "(the game tells you) you whispered to " + target + ": " + strconv.Quote(text)
 	case "shout", "yell":
-		return fmt.Sprintf("(the game tells you) you shouted: %q", text)
+		return "(the game tells you) you shouted: " + strconv.Quote(text)
 	}
-	return joinText(fmt.Sprintf("(the game tells you) you [%s]", kind), text)
+	return joinText("(the game tells you) you ["+kind+"]", text)
 }
 
 func joinText(head, text string) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -613,14 +612,6 @@ func (e *Engine) notePerceptions(ctx context.Context, cs *character.Store, ts *t
 	return entries, nil
 }
 
-// commitmentRe spots an NPC committing itself: promises, debts, deals,
-// deadlines — what players come back to hold it to.
-var commitmentRe = regexp.MustCompile(`(?i)\b(i'll|i will|i shall|i promise|promised|i swear|i owe|you owe|owes? (me|you)|deal|agreed|it's yours|by (tomorrow|tonight|dawn|dusk|noon|morning|evening|monday|tuesday|wednesday|thursday|friday|saturday|sunday|next)|come back)\b`)
-
-// quotedRe matches a double-quoted passage, or one cut off before its
-// closing quote.
-var quotedRe = regexp.MustCompile(`"[^"]*("|$)|“[^”]*(”|$)`)
-
 // noteOwnWords returns journal entries for the NPC's own commitments, so
 // they are found again once compacted: the history's search reads message
 // text, and what an NPC says goes out as tool calls. (What it merely echoes
@@ -638,7 +629,7 @@ func (e *Engine) noteOwnWords(ts *turnState) []*journal.Entry {
 			text := tc.Text()
 			// What it quotes of others (closed or cut off) is not its own
 			// commitment.
-			if !commitmentRe.MatchString(quotedRe.ReplaceAllString(text, "")) {
+			if !ownCommitment(text) {
 				continue
 			}
 			imp := max(journal.Importance("say", text), NotableImportance+1)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -48,7 +49,47 @@ func ClipRunes(s string, n int) string {
 
 // OneLine folds every run of white space in s, line breaks included, into
 // one space and trims both ends.
-func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+func OneLine(s string) string {
+	if isOneLine(s) {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// isOneLine reports whether OneLine would return s unchanged: its only
+// white space (as strings.Fields sees it) is single ASCII spaces between
+// other characters.
+func isOneLine(s string) bool {
+	space := true // as at the start: a space there would be trimmed
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			if c == ' ' && !space {
+				space = true
+				continue
+			}
+			if asciiSpace(c) {
+				return false
+			}
+			space = false
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			return false
+		}
+		i += n
+		space = false
+	}
+	return !space || s == ""
+}
+
+// asciiSpace reports whether c is an ASCII white-space byte by
+// unicode.IsSpace.
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
 
 // Thousands formats n with a comma between groups of three digits: 12,345.
 func Thousands(n int) string {

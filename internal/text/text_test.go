@@ -1,6 +1,7 @@
 package text
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -86,5 +87,37 @@ func TestCounts(t *testing.T) {
 	}
 	if got := Counts(map[string]int{"x": 0}); got != "" {
 		t.Errorf("only zeros: %q, want empty", got)
+	}
+}
+
+// OneLine agrees with joining strings.Fields, on white space of every kind
+// (ASCII, Latin-1, Unicode), invalid UTF-8 and texts already on one line.
+func TestOneLineMatchesFields(t *testing.T) {
+	pieces := []string{"a", "Zoë", " ", " ", "  ", "\t", "\n", "\r", "\v", "\f", "\u0085", "\u00a0", "\u2003", "\u3000", "\u200b",
+		"\xff", "\xc2", "\xe2\x80", "x", "日本", ".", "\x00", "\x1c"}
+	var gen func(prefix string, depth int)
+	n := 0
+	gen = func(prefix string, depth int) {
+		n++
+		if got, want := OneLine(prefix), strings.Join(strings.Fields(prefix), " "); got != want {
+			t.Fatalf("OneLine(%q) = %q, want %q", prefix, got, want)
+		}
+		if depth == 0 {
+			return
+		}
+		for _, p := range pieces {
+			gen(prefix+p, depth-1)
+		}
+	}
+	gen("", 4)
+	if n < 10000 {
+		t.Fatalf("only %d texts", n)
+	}
+}
+
+func BenchmarkOneLine(b *testing.B) {
+	s := "Round 12: have you seen my sword, brom-3? I looked everywhere in the forge."
+	for i := 0; i < b.N; i++ {
+		OneLine(s)
 	}
 }
