@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -47,8 +48,25 @@ func ClipRunes(s string, n int) string {
 }
 
 // OneLine folds every run of white space in s, line breaks included, into
-// one space and trims both ends.
-func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// one space and trims both ends. A text already so (most are) is returned
+// as it is, without splitting it into words and joining them again.
+func OneLine(s string) string {
+	space := true // before the first character: a leading space is folded
+	for _, r := range s {
+		switch {
+		case r == ' ' && !space:
+			space = true
+		case r == ' ' || unicode.IsSpace(r):
+			return strings.Join(strings.Fields(s), " ")
+		default:
+			space = false
+		}
+	}
+	if space && s != "" { // a trailing space
+		return strings.Join(strings.Fields(s), " ")
+	}
+	return s
+}
 
 // Thousands formats n with a comma between groups of three digits: 12,345.
 func Thousands(n int) string {

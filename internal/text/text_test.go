@@ -1,6 +1,8 @@
 package text
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -86,5 +88,25 @@ func TestCounts(t *testing.T) {
 	}
 	if got := Counts(map[string]int{"x": 0}); got != "" {
 		t.Errorf("only zeros: %q, want empty", got)
+	}
+}
+
+// OneLine is the words of a text joined by one space, whether the text
+// is already one line or not.
+func TestOneLineIsFieldsJoined(t *testing.T) {
+	atoms := []string{"a", "sword", " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u0085", "\u2028", "\u3000", "é", "\xff", "\xe2\x80", "…", "\v", "\f", "x y"}
+	r := rand.New(rand.NewPCG(1, 1))
+	texts := []string{"", " ", "a", " a", "a ", "a b", "a  b", "\u00a0a"}
+	for range 20000 {
+		var b strings.Builder
+		for range r.IntN(10) {
+			b.WriteString(atoms[r.IntN(len(atoms))])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, s := range texts {
+		if got, want := OneLine(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("OneLine(%q) = %q, want %q", s, got, want)
+		}
 	}
 }
