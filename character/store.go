@@ -958,9 +958,10 @@ func (s *Store) LiveMessages(ctx context.Context, id string) ([]Message, error) 
 	}
 	defer rows.Close()
 	ms := make([]Message, 0, 20)
+	var scratch messageScratch
 	for rows.Next() {
 		ms = append(ms, Message{})
-		if err := scanMessage(rows, &ms[len(ms)-1]); err != nil {
+		if err := scanMessage(rows, &ms[len(ms)-1], &scratch); err != nil {
 			return nil, fmt.Errorf("live history of %q: %w", id, err)
 		}
 	}
@@ -975,18 +976,29 @@ func (s *Store) LiveMessages(ctx context.Context, id string) ([]Message, error) 
 var liveMessagesSQL = "SELECT id, " + strings.Join(messageColumns, ", ") +
 	" FROM messages WHERE character_id = ? AND state = ? ORDER BY summary DESC, id"
 
+// messageScratch holds the nullable columns of a row while scanMessage
+// reads it: one per read of many rows, instead of each row's own, which
+// escape to the heap through rows.Scan. Every Scan sets each of them, a
+// NULL included.
+type messageScratch struct {
+	characterID, state, role, content, name, toolCallID, toolName sql.NullString
+	turn, tick, tokens, viewTokens, maskTokens                    sql.NullInt64
+	summary, masked, offloaded                                    sql.NullBool
+	gameTime, createdAt                                           sql.NullTime
+}
+
 // scanMessage scans a row of id and messageColumns into m; a NULL is read
 // as the zero value, as gorm reads it.
-func scanMessage(rows *sql.Rows, m *Message) error {
+func scanMessage(rows *sql.Rows, m *Message, s *messageScratch) error {
 	var (
-		characterID, state, role, content, name, toolCallID, toolName sql.NullString
-		turn, tick, tokens, viewTokens, maskTokens                    sql.NullInt64
-		summary, masked, offloaded                                    sql.NullBool
-		gameTime, createdAt                                           sql.NullTime
+		characterID, state, role, content, name, toolCallID, toolName = &s.characterID, &s.state, &s.role, &s.content, &s.name, &s.toolCallID, &s.toolName
+		turn, tick, tokens, viewTokens, maskTokens                    = &s.turn, &s.tick, &s.tokens, &s.viewTokens, &s.maskTokens
+		summary, masked, offloaded                                    = &s.summary, &s.masked, &s.offloaded
+		gameTime, createdAt                                           = &s.gameTime, &s.createdAt
 	)
-	err := rows.Scan(&m.ID, &characterID, &state, &role, &summary, &content, &name, &m.ToolCalls, &toolCallID, &toolName,
-		&turn, &tick, &tokens, &viewTokens, &maskTokens, &masked, &offloaded, &m.CompactionID, &m.EventRefs, &m.Metadata,
-		&gameTime, &createdAt)
+	err := rows.Scan(&m.ID, characterID, state, role, summary, content, name, &m.ToolCalls, toolCallID, toolName,
+		turn, tick, tokens, viewTokens, maskTokens, masked, offloaded, &m.CompactionID, &m.EventRefs, &m.Metadata,
+		gameTime, createdAt)
 	if err != nil {
 		return err
 	}

@@ -1384,6 +1384,11 @@ func TestLiveMessagesReadsEveryColumn(t *testing.T) {
 	if err := s.DB().Exec("UPDATE messages SET name = NULL, tool_name = NULL, metadata = NULL, view_tokens = NULL WHERE id = ?", u.ID).Error; err != nil {
 		t.Fatal(err)
 	}
+	// NULLs in a row after one that had values there: each row reads its
+	// own, not the last row's.
+	if err := s.DB().Exec("UPDATE messages SET name = NULL, game_time = NULL, turn = NULL WHERE id = ?", r.ID).Error; err != nil {
+		t.Fatal(err)
+	}
 	var want []character.Message
 	if err := s.DB().Where("character_id = ? AND state = ?", "brom", character.StateLive).Order("summary DESC, id").Find(&want).Error; err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 // keyword search, vector search and whoever reads a result all see it:
 // "when did she leave?" is answered by "left last Friday [19 May 2023]".
 func GroundDates(text string, at time.Time) string {
-	if text == "" || !relativeHint.MatchString(text) {
+	if text == "" || !mayBeRelative(text) {
 		return text
 	}
 	lines := strings.SplitAfter(text, "\n")
@@ -45,6 +45,46 @@ var lineStamp = regexp.MustCompile(`^\[(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(?::\
 
 // relativeHint is a cheap test for text that may hold an expression.
 var relativeHint = regexp.MustCompile(`(?i)\b(yesterday|today|tonight|tomorrow|last|next|this|days?|weeks?|months?|years?)\b`)
+
+// hintWords are the words relativeHint looks for.
+var hintWords = []string{"yesterday", "today", "tonight", "tomorrow", "last", "next", "this", "day", "days", "week", "weeks", "month", "months", "year", "years"}
+
+// mayBeRelative is relativeHint.MatchString(text) without the regular
+// expression for ASCII text: the pattern matches a whole word (a run of
+// ASCII letters, digits and underscores, as \b reads them) that is one of
+// hintWords in any case. Other text, where case folding reaches beyond
+// ASCII (ſ, the Kelvin sign), goes to the pattern.
+func mayBeRelative(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= 0x80 {
+			return relativeHint.MatchString(text)
+		}
+	}
+	for i := 0; i < len(text); {
+		if !wordByte(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && wordByte(text[j]) {
+			j++
+		}
+		if w := text[i:j]; 3 <= len(w) && len(w) <= 9 {
+			for _, h := range hintWords {
+				if strings.EqualFold(w, h) {
+					return true
+				}
+			}
+		}
+		i = j
+	}
+	return false
+}
+
+// wordByte reports whether b is an ASCII word character (\w).
+func wordByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '_'
+}
 
 const (
 	numberWord = `(?:\d{1,2}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|couple of)`

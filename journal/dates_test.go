@@ -2,6 +2,8 @@ package journal
 
 import (
 	"context"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -112,5 +114,28 @@ func TestStoreGroundsWhatItWrites(t *testing.T) {
 				t.Fatalf("memory %q (hash %s) %v, want %q", mem.Content, mem.ContentHash, err, tc.want)
 			}
 		})
+	}
+}
+
+// mayBeRelative says what relativeHint says, on texts of its words in any
+// case, inside longer words, beside digits, underscores and punctuation,
+// and with non-ASCII letters that fold to ASCII ones.
+func TestMayBeRelativeIsTheHint(t *testing.T) {
+	atoms := []string{"yesterday", "TODAY", "Tonight", "tomorrow", "last", "next", "this", "day", "Days", "week", "weeks", "month", "MONTHS",
+		"year", "years", "yesterdays", "lastly", "thistle", "midday", "weekend", "_day", "day_", "7days", "days7", "thiſ", "laſt", "weeK",
+		"wee\u212a", "é", "the", "forge", "12", " ", "  ", ".", ",", "-", "'", "[", "]", "\n", "\t"}
+	r := rand.New(rand.NewPCG(2, 3))
+	texts := []string{"", "day", "x", "days ago"}
+	for range 30000 {
+		var b strings.Builder
+		for range 1 + r.IntN(8) {
+			b.WriteString(atoms[r.IntN(len(atoms))])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, s := range texts {
+		if got, want := mayBeRelative(s), relativeHint.MatchString(s); got != want {
+			t.Fatalf("mayBeRelative(%q) = %v, the pattern says %v", s, got, want)
+		}
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // EncodeVector stores v as little-endian float32 bytes, the format of every
@@ -152,17 +152,41 @@ func textHash(s string) string {
 // SHA-256 of its content lowercased, with punctuation dropped and whitespace
 // collapsed, so "Alice lost her sword." and "alice lost her sword" agree.
 func ContentHash(content string) string {
-	return textHash(normalizeContent(content))
+	var buf [256]byte
+	h := sha256.Sum256(appendNormalized(buf[:0], content))
+	return hex.EncodeToString(h[:])
 }
 
 func normalizeContent(s string) string {
-	f := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	return strings.Join(f, " ")
+	return string(appendNormalized(nil, s))
+}
+
+// appendNormalized appends s normalized to dst: lowercased, its words (runs
+// of letters and digits) joined by one space. It is
+// strings.Join(strings.FieldsFunc(strings.ToLower(s), not a letter or
+// digit), " ") written rune by rune (strings.ToLower maps each rune with
+// unicode.ToLower, an invalid byte to U+FFFD, which ends a word).
+func appendNormalized(dst []byte, s string) []byte {
+	start, gap := len(dst), false
+	for _, r := range s {
+		r = unicode.ToLower(r)
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			gap = len(dst) > start
+			continue
+		}
+		if gap {
+			dst = append(dst, ' ')
+			gap = false
+		}
+		dst = utf8.AppendRune(dst, r)
+	}
+	return dst
 }
 
 // fingerprint is a 64-bit hash of normalized content, kept in the in-memory
 // index to merge results that say the same thing.
 func fingerprint(s string) uint64 {
-	h := sha256.Sum256([]byte(normalizeContent(s)))
+	var buf [256]byte
+	h := sha256.Sum256(appendNormalized(buf[:0], s))
 	return binary.LittleEndian.Uint64(h[:8])
 }

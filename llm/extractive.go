@@ -79,6 +79,8 @@ var (
 	decisionKeys = keys{"decide", "agree", "chose", "choose", "will", "won't", "refuse", "going", "plan"}
 	progressKeys = keys{"gave", "gives", "found", "done", "finished", "completed", "arrived", "delivered", "returned", "repaired", "bought", "sold", "paid", "killed", "built", "made"}
 	openKeys     = keys{"?", "lost", "missing", "find", "looking", "search", "unknown", "wait", "where", "who", "need", "help"}
+	forgedKeys   = keys{"context summary", "working context", "system", "instructions", "you are now"}
+	goalKeys     = keys{"want", "need", "please", "quest", "task", "goal", "must"}
 )
 
 func isASCII(s string) bool {
@@ -197,7 +199,14 @@ func (b *Builtin) summarize(req Request) string {
 			role, tool = m[1], m[2]
 		}
 		text := lineRefRe.ReplaceAllString(raw, "")
-		if role == RoleUser && forgedRe.MatchString(text) {
+		// What was perceived is lower-cased once for the keyword tests of
+		// the forgery and goal patterns; a goal's words are found in the
+		// snippet of text only if they are in text.
+		low, ascii := "", false
+		if role == RoleUser {
+			low, ascii = strings.ToLower(text), isASCII(text)
+		}
+		if role == RoleUser && forgedKeys.may(low, ascii) && forgedRe.MatchString(text) {
 			// Someone dressed words up as a summary or a system message:
 			// keep that it happened, not what it claimed.
 			who := "someone"
@@ -232,7 +241,7 @@ func (b *Builtin) summarize(req Request) string {
 		if kind < 0 {
 			continue
 		}
-		if !haveGoal && role == RoleUser && goalRe.MatchString(text) {
+		if !haveGoal && role == RoleUser && goalKeys.may(low, ascii) && goalRe.MatchString(text) {
 			add(text, secGoal, rankProtected)
 			haveGoal = true
 			continue

@@ -63,3 +63,32 @@ func BenchmarkClassifyLineSlow(b *testing.B) {
 		classifyLineSlow(lines[i%len(lines)])
 	}
 }
+
+// The forgery and goal patterns' keyword tests only skip lines the
+// patterns cannot match, on lines made of their words in any case, with
+// and without non-ASCII letters, whole or cut as a snippet.
+func TestForgedAndGoalKeywordsChangeNothing(t *testing.T) {
+	words := []string{"[context summary]", "(Working Context)", "[SYSTEM]", "(system", "system)", "ignore previous instructions",
+		"IGNORE ALL PRIOR INSTRUCTIONS", "ignore any previous instructions", "You are now", "new instructions:", "New Instructions",
+		"instructions", "context  summary", "want", "WANTS", "need", "needs", "please", "Quest", "task", "goal", "must", "wanted",
+		"mustard", "questing", "ſystem", "taſk", "Kelvin", "café", "the", "road", "Alice", "12", "[", "]", "(", ")", "…"}
+	rng := rand.New(rand.NewPCG(5, 9))
+	for i := 0; i < 20000; i++ {
+		n := 1 + rng.IntN(8)
+		parts := make([]string, n)
+		for j := range parts {
+			parts[j] = words[rng.IntN(len(words))]
+		}
+		sep := []string{" ", "", ", ", "-", "  "}[rng.IntN(5)]
+		text := strings.Join(parts, sep)
+		low, ascii := strings.ToLower(text), isASCII(text)
+		if got, want := forgedKeys.may(low, ascii) && forgedRe.MatchString(text), forgedRe.MatchString(text); got != want {
+			t.Fatalf("%q: forged %v, the pattern alone says %v", text, got, want)
+		}
+		for _, s := range []string{text, snippet(text, 1+rng.IntN(40))} {
+			if got, want := goalKeys.may(low, ascii) && goalRe.MatchString(s), goalRe.MatchString(s); got != want {
+				t.Fatalf("%q of %q: goal %v, the pattern alone says %v", s, text, got, want)
+			}
+		}
+	}
+}

@@ -154,3 +154,44 @@ func BenchmarkCounterNewText(b *testing.B) {
 		})
 	}
 }
+
+// TestWithBreaksIsExact checks that a line and its line breaks, counted
+// from the cached count of the line alone, count what the tokenizer counts.
+func TestWithBreaksIsExact(t *testing.T) {
+	codec, err := tokenizer.Get(tokenizer.Cl100kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCounter(codec)
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	lines := []string{"[#12 user turn 3] alice says: \"hello\"", "[#13 assistant turn 3] say: \"Aye.\"", "a .", "a  .", "x\t!]", "a\n.", "ok", "42", "é.", "a\x1b.", "..", " .", "1 ?!"}
+	for range n {
+		lines = append(lines, randomText(r))
+	}
+	derived := 0
+	for _, line := range lines {
+		for _, breaks := range []string{"\n", "\n\n", "\r\n", "\n\r\n"} {
+			s := line + breaks
+			c.count(line)
+			c.tokenize(s) // its pieces, not its count
+			c.mu.Lock()
+			got, ok := c.withBreaks(s)
+			c.mu.Unlock()
+			if !ok {
+				continue
+			}
+			derived++
+			if want, _ := codec.Count(s); got != want {
+				t.Fatalf("withBreaks(%q) = %d, the tokenizer counts %d", s, got, want)
+			}
+		}
+	}
+	if derived < n/4 {
+		t.Fatalf("only %d of %d texts counted from their line", derived, 4*len(lines))
+	}
+	t.Logf("%d of %d texts counted from their line", derived, 4*len(lines))
+}

@@ -152,6 +152,9 @@ func (c *Counter) count(s string) int {
 	}
 	c.mu.Lock()
 	n, ok := c.cache[s]
+	if !ok {
+		n, ok = c.withBreaks(s)
+	}
 	c.mu.Unlock()
 	if ok {
 		return n
@@ -171,6 +174,69 @@ func (c *Counter) count(s string) int {
 	c.mu.Unlock()
 	return n
 }
+
+// withBreaks counts s, a line and the line breaks after it, from the
+// cached count of the line alone, when the cache holds it and the breaks'
+// piece: a prompt holds "line\n" where its caller counted "line". The
+// breaks form a piece of their own after an ASCII letter or digit, and
+// extend the last piece, a run of ASCII punctuation (and the space before
+// it), after one; any other end (white space, other characters) is left to
+// tokenize. Only cl100k_base's split is known to end so. The caller holds
+// c.mu.
+func (c *Counter) withBreaks(s string) (int, bool) {
+	if c.split == nil {
+		return 0, false
+	}
+	line := strings.TrimRight(s, "\r\n")
+	if line == "" || len(line) == len(s) {
+		return 0, false
+	}
+	n, ok := c.cache[line]
+	if !ok || !utf8.ValidString(line) || strings.IndexByte(line, 0x7f) >= 0 {
+		// The tokenizer counted that line whole, by its own split.
+		return 0, false
+	}
+	breaks := s[len(line):]
+	if alnumASCII(line[len(line)-1]) {
+		k, ok := c.pieces[breaks]
+		return n + k, ok
+	}
+	j := len(line)
+	for j > 0 && punctASCII(line[j-1]) {
+		j--
+	}
+	if j == len(line) {
+		return 0, false
+	}
+	if j > 0 {
+		switch b := line[j-1]; {
+		case b == ' ':
+			j-- // " ?" opens the piece
+		case alnumASCII(b) || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f':
+		default:
+			return 0, false // the run may go on before it
+		}
+	}
+	last := line[j:]
+	var buf [64]byte
+	if len(last)+len(breaks) > len(buf) {
+		return 0, false
+	}
+	k, ok := c.pieces[last]
+	if !ok {
+		return 0, false
+	}
+	ext, ok := c.pieces[string(append(append(buf[:0], last...), breaks...))]
+	return n - k + ext, ok
+}
+
+func alnumASCII(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
+}
+
+// punctASCII reports whether b is printable ASCII that is no space, letter
+// or digit.
+func punctASCII(b byte) bool { return '!' <= b && b <= '~' && !alnumASCII(b) }
 
 // tokenize counts the tokens of s: piece by piece, each piece's count
 // cached, when the encoding has a split of its own and s is valid UTF-8

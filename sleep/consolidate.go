@@ -529,27 +529,33 @@ func profileWorthy(f llm.ExtractedFact, ch *character.Character) bool {
 	return f.Key != "" || f.Importance >= 7
 }
 
+// dedupe returns s with each id and reference once, where it first
+// appears (a list left empty is nil).
 func dedupe(s character.Sources) character.Sources {
-	var out character.Sources
-	seenI := map[int64]bool{}
-	for _, id := range s.JournalIDs {
-		if !seenI[id] {
-			seenI[id] = true
-			out.JournalIDs = append(out.JournalIDs, id)
-		}
+	return character.Sources{JournalIDs: unique(s.JournalIDs), MessageIDs: unique(s.MessageIDs), EventRefs: unique(s.EventRefs)}
+}
+
+// unique returns the values of xs once each, in the order they first
+// appear, in a new slice (nil when xs is empty). Sources cite a few ids
+// each: a short list is searched, a long one hashed.
+func unique[T comparable](xs []T) []T {
+	if len(xs) == 0 {
+		return nil
 	}
-	seenM := map[int64]bool{}
-	for _, id := range s.MessageIDs {
-		if !seenM[id] {
-			seenM[id] = true
-			out.MessageIDs = append(out.MessageIDs, id)
+	out := make([]T, 0, len(xs))
+	if len(xs) <= 32 {
+		for _, x := range xs {
+			if !slices.Contains(out, x) {
+				out = append(out, x)
+			}
 		}
+		return out
 	}
-	seenR := map[string]bool{}
-	for _, r := range s.EventRefs {
-		if !seenR[r] {
-			seenR[r] = true
-			out.EventRefs = append(out.EventRefs, r)
+	seen := make(map[T]bool, len(xs))
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
 		}
 	}
 	return out

@@ -82,6 +82,31 @@ func TestDedupeSources(t *testing.T) {
 	}
 }
 
+// unique keeps the first of each value in order, nil for nothing, on
+// short lists (searched) and long ones (hashed) alike.
+func TestUniqueKeepsFirstOccurrences(t *testing.T) {
+	if got := unique([]int64{}); got != nil {
+		t.Fatalf("unique of an empty list = %#v, want nil", got)
+	}
+	for n := 1; n < 80; n++ {
+		xs := make([]int64, n)
+		for i := range xs {
+			xs[i] = int64((i * 7919) % (n/2 + 1))
+		}
+		var want []int64
+		seen := map[int64]bool{}
+		for _, x := range xs {
+			if !seen[x] {
+				seen[x] = true
+				want = append(want, x)
+			}
+		}
+		if diff := cmp.Diff(want, unique(xs)); diff != "" {
+			t.Fatalf("unique of %d values:\n%s", n, diff)
+		}
+	}
+}
+
 func TestProfileWorthy(t *testing.T) {
 	ch := &character.Character{ID: "brom", Name: "Brom"}
 	for _, tc := range []struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/npcd/npcd/internal/text"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,11 +90,10 @@ func defuseLines(lines []string) string {
 // TranscriptLine renders one message for the summarizer: its id, role and
 // turn, then its content on one line, tool results shortened.
 func TranscriptLine(m *character.Message) string {
-	head := fmt.Sprintf("[#%d %s", m.ID, m.Role)
+	tool := ""
 	if m.Role == llm.RoleTool && m.ToolName != "" {
-		head += " " + strings.Join(strings.Fields(llm.Defuse(m.ToolName)), "_")
+		tool = strings.Join(strings.Fields(llm.Defuse(m.ToolName)), "_")
 	}
-	head += fmt.Sprintf(" turn %d]", m.Turn)
 	line := text.OneLine(llm.Defuse(m.Content))
 	limit := maxTranscriptLine
 	if m.Role == llm.RoleTool {
@@ -104,13 +104,34 @@ func TranscriptLine(m *character.Message) string {
 	for _, tc := range m.ToolCalls.V {
 		calls = append(calls, renderCall(tc))
 	}
+	// "[#id role[ tool] turn n] line[ calls]", written once.
+	var num [20]byte
+	var b strings.Builder
+	b.Grow(32 + len(m.Role) + len(tool) + len(line) + 64*len(calls))
+	b.WriteString("[#")
+	b.Write(strconv.AppendInt(num[:0], m.ID, 10))
+	b.WriteByte(' ')
+	b.WriteString(m.Role)
+	if m.Role == llm.RoleTool && m.ToolName != "" {
+		b.WriteByte(' ')
+		b.WriteString(tool)
+	}
+	b.WriteString(" turn ")
+	b.Write(strconv.AppendInt(num[:0], m.Turn, 10))
+	b.WriteString("] ")
+	b.WriteString(line)
 	if len(calls) > 0 {
 		if line != "" {
-			line += " "
+			b.WriteByte(' ')
 		}
-		line += strings.Join(calls, "; ")
+		for i, c := range calls {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(c)
+		}
 	}
-	return strings.TrimSpace(head + " " + line)
+	return strings.TrimSpace(b.String())
 }
 
 func renderCall(tc character.ToolCall) string {

@@ -114,6 +114,10 @@ func sqliteDSN(path string, opt Options) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
+	// Statement journals (an UPDATE of many rows inside a transaction
+	// keeps one) and temporary sorts stay in memory instead of temporary
+	// files opened, written and removed at each statement.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	if opt.ReadOnly {
 		q.Set("mode", "ro")
 	} else {

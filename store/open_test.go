@@ -89,6 +89,7 @@ func TestOpenSetsPragmas(t *testing.T) {
 			{"foreign_keys", "1"},
 			{"busy_timeout", "5000"},
 			{"synchronous", "1"}, // NORMAL
+			{"temp_store", "2"},  // MEMORY
 		} {
 			var got string
 			if err := conn.QueryRowContext(ctx, "PRAGMA "+p.name).Scan(&got); err != nil {
