@@ -125,12 +125,11 @@ func resolveQuery(tx *gorm.DB, id, key string) *gorm.DB {
 // in one update when the profile exists.
 func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.Time) error {
 	if key := EntityKey(entity); key != "" && !at.IsZero() {
-		db := s.q(ctx)
 		at = at.UTC()
 		updated := time.Now().UTC()
 		named := clip(name, 128)
 		var n int64
-		if st, ok := s.prep.Stmt(ctx, db, noteSeenSQLs[b2i(name != "")][b2i(IsActorKey(key))]); ok {
+		if st, ok := s.prep.Stmt(ctx, s.db, noteSeenSQLs[b2i(name != "")][b2i(IsActorKey(key))]); ok {
 			args := []any{at, at, updated}
 			if name != "" {
 				args = append(args, named)
@@ -147,6 +146,7 @@ func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.T
 				return fmt.Errorf("update profile %q of %q: %w", key, id, err)
 			}
 		} else {
+			db := s.q(ctx)
 			cols := map[string]any{
 				"mentions":   gorm.Expr("mentions + 1"),
 				"last_seen":  gorm.Expr("CASE WHEN last_seen < ? THEN ? ELSE last_seen END", at, at),
@@ -406,10 +406,9 @@ func (s *Store) SupersedeFact(ctx context.Context, id string, old, by int64, at 
 func (s *Store) Profiles(ctx context.Context, id string, entities ...string) ([]Profile, error) {
 	// A tick reads the profiles of those present: the key list is padded
 	// so that the statements keep a few shapes, which stay prepared.
-	q := s.r(ctx).Where("character_id = ?", id)
-	fq := s.r(ctx).Where("character_id = ?", id)
+	var keys []string
 	if len(entities) > 0 {
-		keys := make([]string, len(entities))
+		keys = make([]string, len(entities))
 		for i, e := range entities {
 			keys[i] = EntityKey(e)
 		}
@@ -421,6 +420,11 @@ func (s *Store) Profiles(ctx context.Context, id string, entities ...string) ([]
 			}
 			return ps, nil
 		}
+	}
+	// Built only off the prepared path: each costs a gorm session.
+	q := s.r(ctx).Where("character_id = ?", id)
+	fq := s.r(ctx).Where("character_id = ?", id)
+	if len(entities) > 0 {
 		q = q.Where("entity IN ?", keys)
 		fq = fq.Where("entity IN ? AND superseded_at IS NULL", keys)
 	}

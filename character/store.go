@@ -838,7 +838,9 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 	if len(msgs) == 0 {
 		return HistoryDelta{}, nil
 	}
-	db := s.q(ctx)
+	// The prepared statements need only the transaction s.db holds; the
+	// gorm session that carries ctx is made only for the ordinary way.
+	db := s.db
 	// guess is the id msgs[0] is expected to get; the others follow it.
 	guess := s.nextMsg.Load()
 	for i, m := range msgs {
@@ -859,7 +861,7 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 	if done, err := s.insertMessages(ctx, db, msgs); err != nil {
 		return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
 	} else if !done {
-		if err := db.CreateInBatches(msgs, 100).Error; err != nil {
+		if err := s.q(ctx).CreateInBatches(msgs, 100).Error; err != nil {
 			return HistoryDelta{}, fmt.Errorf("append messages of %q: %w", id, err)
 		}
 	}
@@ -875,7 +877,7 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 			if st, ok := s.prep.Stmt(ctx, db, measuredSQL); ok {
 				_, err = st.ExecContext(ctx, m.Tokens, m.ViewTokens, m.MaskTokens, m.Offloaded, m.ID)
 			} else {
-				err = db.Model(&Message{}).Where("id = ?", m.ID).Updates(map[string]any{
+				err = s.q(ctx).Model(&Message{}).Where("id = ?", m.ID).Updates(map[string]any{
 					"tokens": m.Tokens, "view_tokens": m.ViewTokens, "mask_tokens": m.MaskTokens, "offloaded": m.Offloaded,
 				}).Error
 			}
