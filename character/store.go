@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -349,36 +351,56 @@ func (s *Store) UpdateStateReturning(ctx context.Context, id string, cols map[st
 	return rows[0].State, nil
 }
 
-// advance is UpdateStateReturning through a prepared statement inside an
-// SQLite transaction.
-func (s *Store) advance(ctx context.Context, id string, set map[string]any) (State, error) {
-	keys := make([]string, 0, len(set))
-	for k := range set {
+// advance is UpdateStateReturning of AdvanceState's columns (see
+// advanceSet) through a prepared statement inside an SQLite transaction.
+// Its text, the columns in name order, is built in a stack buffer and
+// kept per shape, so a tick allocates no map, expression or text for it.
+func (s *Store) advance(ctx context.Context, id string, cols map[string]any, d HistoryDelta, held, next, other int64) (State, error) {
+	var kb [24]string
+	keys := kb[:0]
+	for k := range cols {
+		if !d.Zero() && deltaColumn(k) {
+			continue
+		}
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("UPDATE `characters` SET ")
-	args := make([]any, 0, len(set)+4)
+	if !d.Zero() {
+		keys = append(keys, "history_rev", "live_messages", "live_tokens", "summary_tokens")
+	}
+	slices.Sort(keys)
+	var tb [512]byte
+	b := append(tb[:0], "UPDATE `characters` SET "...)
+	args := make([]any, 0, len(keys)+6)
 	for i, k := range keys {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString("`" + k + "`=")
-		switch v := set[k].(type) {
-		case clause.Expr:
-			b.WriteString(v.SQL)
-			args = append(args, v.Vars...)
-		default:
-			b.WriteByte('?')
-			args = append(args, v)
+		b = append(b, '`')
+		b = append(b, k...)
+		b = append(b, "`="...)
+		switch {
+		case d.Zero() || !deltaColumn(k):
+			b = append(b, '?')
+			args = append(args, cols[k])
+		case k == "history_rev":
+			b = append(b, historyRevSQL...)
+			args = append(args, held, next, other)
+		case k == "live_tokens":
+			b = append(b, "live_tokens + ?"...)
+			args = append(args, d.LiveTokens)
+		case k == "summary_tokens":
+			b = append(b, "summary_tokens + ?"...)
+			args = append(args, d.SummaryTokens)
+		default: // live_messages
+			b = append(b, "live_messages + ?"...)
+			args = append(args, d.LiveMessages)
 		}
 	}
-	b.WriteString(" WHERE id = ? RETURNING ")
-	b.WriteString(stateList)
-	st, ok := s.prep.Stmt(ctx, s.db, b.String())
+	b = append(b, " WHERE id = ? RETURNING "...)
+	b = append(b, stateList...)
+	st, ok := s.prep.Stmt(ctx, s.db, advanceText(b))
 	if !ok {
-		return s.UpdateStateReturning(ctx, id, set)
+		return s.UpdateStateReturning(ctx, id, advanceSet(cols, d, held, next, other))
 	}
 	var out State
 	var note sql.NullString
@@ -393,6 +415,59 @@ func (s *Store) advance(ctx context.Context, id string, set map[string]any) (Sta
 	}
 	out.CompactionNote = note.String
 	return out, nil
+}
+
+// historyRevSQL moves the history revision to the first of two fresh
+// values when it was held, else to the second.
+const historyRevSQL = "CASE WHEN history_rev = ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END"
+
+// deltaColumn reports whether AdvanceState computes column k from its
+// HistoryDelta when that holds any message.
+func deltaColumn(k string) bool {
+	switch k {
+	case "history_rev", "live_messages", "live_tokens", "summary_tokens":
+		return true
+	}
+	return false
+}
+
+// advanceSet is what advance writes, as UpdateStateReturning takes it: cols
+// and, when d holds any message, d added to the running totals and the
+// history revision moved to next when it was held, else to other.
+func advanceSet(cols map[string]any, d HistoryDelta, held, next, other int64) map[string]any {
+	set := make(map[string]any, len(cols)+4)
+	for k, v := range cols {
+		set[k] = v
+	}
+	if !d.Zero() {
+		set["live_tokens"] = gorm.Expr("live_tokens + ?", d.LiveTokens)
+		set["summary_tokens"] = gorm.Expr("summary_tokens + ?", d.SummaryTokens)
+		set["live_messages"] = gorm.Expr("live_messages + ?", d.LiveMessages)
+		set["history_rev"] = gorm.Expr(historyRevSQL, held, next, other)
+	}
+	return set
+}
+
+// advanceTexts holds the statement texts advance has built, one per shape.
+var advanceTexts struct {
+	sync.Mutex
+	m map[string]string
+}
+
+// advanceText returns b as a string, the same one each time for the same
+// text, allocating only the first time.
+func advanceText(b []byte) string {
+	advanceTexts.Lock()
+	defer advanceTexts.Unlock()
+	if t, ok := advanceTexts.m[string(b)]; ok {
+		return t
+	}
+	if advanceTexts.m == nil {
+		advanceTexts.m = map[string]string{}
+	}
+	t := string(b)
+	advanceTexts.m[t] = t
+	return t
 }
 
 // stateList is State's columns in the order advance scans them.
@@ -903,23 +978,16 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 // revision held is then, with what d inserted, exactly the stored one. An
 // NPC that does not exist is ErrNotFound.
 func (s *Store) AdvanceState(ctx context.Context, id string, cols map[string]any, d HistoryDelta, held int64) (State, bool, error) {
-	set := make(map[string]any, len(cols)+4)
-	for k, v := range cols {
-		set[k] = v
-	}
 	next := newRev()
+	var other int64
 	if !d.Zero() {
-		set["live_tokens"] = gorm.Expr("live_tokens + ?", d.LiveTokens)
-		set["summary_tokens"] = gorm.Expr("summary_tokens + ?", d.SummaryTokens)
-		set["live_messages"] = gorm.Expr("live_messages + ?", d.LiveMessages)
-		other := newRev()
+		other = newRev()
 		for other == next {
 			other = newRev()
 		}
 		// Fresh either way; which one says whether held was current.
-		set["history_rev"] = gorm.Expr("CASE WHEN history_rev = ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END", held, next, other)
 	}
-	st, err := s.advance(ctx, id, set)
+	st, err := s.advance(ctx, id, cols, d, held, next, other)
 	if err != nil {
 		return State{}, false, err
 	}
