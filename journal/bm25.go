@@ -195,7 +195,11 @@ func (x *npcIndex) keyword(terms []string, limit int, expand, b float64) []kwHit
 	for i := range tops {
 		tops[i] = tops[i][:0]
 	}
-	for _, p := range touched {
+	// Newest first: postings run oldest to newest, and a tie goes to the
+	// newer item, so in this order an equal score rarely displaces the
+	// heap's top. The hits kept are the same in any order.
+	for i := len(touched) - 1; i >= 0; i-- {
+		p := touched[i]
 		s := acc[p]
 		acc[p] = 0
 		it := x.items[p]
@@ -242,19 +246,27 @@ func better(a, b kwHit) bool {
 // hitHeap is a min-heap of hits: the worst on top, to be replaced.
 type hitHeap []kwHit
 
+// up and down move the hit at j (i) through a hole instead of swapping it
+// at each level: one write per level, and the order is that of swapping.
 func (h hitHeap) up(j int) {
+	x := h[j]
 	for j > 0 {
 		i := (j - 1) / 2
-		if !better(h[i], h[j]) {
+		if !better(h[i], x) {
 			break
 		}
-		h[i], h[j] = h[j], h[i]
+		h[j] = h[i]
 		j = i
 	}
+	h[j] = x
 }
 
 func (h hitHeap) down(i int) {
 	n := len(h)
+	if i >= n {
+		return
+	}
+	x := h[i]
 	for {
 		j := 2*i + 1
 		if j >= n {
@@ -263,10 +275,11 @@ func (h hitHeap) down(i int) {
 		if j2 := j + 1; j2 < n && better(h[j], h[j2]) {
 			j = j2
 		}
-		if !better(h[i], h[j]) {
+		if !better(x, h[j]) {
 			break
 		}
-		h[i], h[j] = h[j], h[i]
+		h[i] = h[j]
 		i = j
 	}
+	h[i] = x
 }

@@ -203,3 +203,46 @@ func TestWithLengthNormValidates(t *testing.T) {
 		}
 	}
 }
+
+// The hits kept per kind are the best by score, then newest, whatever the
+// order the postings are read in: many rows tie, and a limit keeps some.
+func TestKeywordTopKMatchesSort(t *testing.T) {
+	x := newIndex("n")
+	for i := 0; i < 500; i++ {
+		kind := kindMessage
+		if i%3 == 0 {
+			kind = kindJournal
+		}
+		text := "the forge is hot"
+		switch i % 7 {
+		case 0:
+			text = "forge forge by the river"
+		case 1:
+			text = fmt.Sprintf("the river %d", i)
+		case 2:
+			text = "sword at the forge"
+		}
+		x.add(item{id: int64(i + 1), kind: kind}, text)
+	}
+	terms := []string{"forge", "river", "sword"}
+	all := x.keyword(terms, 1000, 0, bm25B)
+	for _, limit := range []int{1, 2, 5, 17, 100} {
+		var want []kwHit
+		n := map[itemKind]int{}
+		for _, h := range all { // all is best first per kind
+			if n[h.kind] < limit {
+				n[h.kind]++
+				want = append(want, h)
+			}
+		}
+		got := x.keyword(terms, limit, 0, bm25B)
+		if !cmp.Equal(got, want, cmp.AllowUnexported(kwHit{})) {
+			t.Fatalf("limit %d: got %v, want %v", limit, got, want)
+		}
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].kind == all[i-1].kind && better(all[i], all[i-1]) {
+			t.Fatalf("hits out of order at %d: %v before %v", i, all[i-1], all[i])
+		}
+	}
+}
