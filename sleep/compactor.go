@@ -222,13 +222,15 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 	err := c.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		cs := c.chars.WithTx(tx)
 		js := c.journal.WithTx(tx)
-		read := cs.Get
+		var before *character.Character
+		var err error
 		if mark != nil {
 			// The NPC planned stands for its settings while they are
 			// unchanged: only its state is read.
-			read = func(ctx context.Context, _ string) (*character.Character, error) { return cs.Fresh(ctx, ch) }
+			before, err = cs.Fresh(ctx, ch)
+		} else {
+			before, err = cs.Get(ctx, ch.ID)
 		}
-		before, err := read(ctx, ch.ID)
 		if err != nil {
 			return err
 		}
@@ -295,16 +297,9 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 		}
 		cols := map[string]any{"compactions": gorm.Expr("compactions + 1")}
 		if mark != nil {
-			// The summary is no news for the next sleep: unless a message
-			// came after Latest, the mark passes it, so that a sleep with
-			// nothing new since is skipped.
-			at := mark.Latest
-			newer, err := cs.HasMessagesAfter(ctx, ch.ID, mark.Latest, sum.ID)
+			at, err := markPast(ctx, cs, ch.ID, mark.Latest, sum.ID)
 			if err != nil {
 				return err
-			}
-			if !newer {
-				at = sum.ID
 			}
 			cols["sleep_mark"], cols["last_sleep_at"] = at, mark.At
 		}

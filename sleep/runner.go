@@ -32,6 +32,9 @@ type Compacting interface {
 	Pinned(ctx context.Context, p *Plan) ([]string, error)
 	Summarize(ctx context.Context, c *character.Character, p *Plan, pinned []string) Summary
 	Commit(ctx context.Context, c *character.Character, p *Plan, s Summary) (*Record, error)
+	// CommitSleep is Commit for a sleep, setting the sleep mark in the
+	// compaction's transaction.
+	CommitSleep(ctx context.Context, c *character.Character, p *Plan, s Summary, mark SleepMark) (*Record, error)
 }
 
 // Consolidating turns an NPC's unconsolidated journal entries into
@@ -164,18 +167,9 @@ func (r *Runner) sleep(ctx context.Context, id string) (*Report, error) {
 			if err := cs.Still(ctx, c); err != nil {
 				return err
 			}
-			mark := latest
-			// The summary this sleep wrote is no news for the next one:
-			// unless a tick wrote meanwhile, the mark passes it, so that a
-			// sleep with nothing new since is skipped.
-			if sum := rep.summaryID(); sum > latest {
-				newer, err := cs.HasMessagesAfter(ctx, id, latest, sum)
-				if err != nil {
-					return err
-				}
-				if !newer {
-					mark = sum
-				}
+			mark, err := markPast(ctx, cs, id, latest, rep.summaryID())
+			if err != nil {
+				return err
 			}
 			return cs.UpdateState(ctx, id, map[string]any{"sleep_mark": mark, "last_sleep_at": r.deps.Clock.Now().UTC()})
 		})
@@ -186,10 +180,19 @@ func (r *Runner) sleep(ctx context.Context, id string) (*Report, error) {
 	return rep, nil
 }
 
-// sleepCommitter is a Compacting that can set the sleep mark in the
-// transaction of the compaction (*Compactor can).
-type sleepCommitter interface {
-	CommitSleep(ctx context.Context, c *character.Character, p *Plan, s Summary, mark SleepMark) (*Record, error)
+// markPast is the sleep mark of a sleep that looked at the messages up to
+// latest and wrote the summary sum (0 for none). The summary is no news for
+// the next sleep: unless a message came after latest meanwhile, the mark
+// passes it, so that a sleep with nothing new since is skipped.
+func markPast(ctx context.Context, cs *character.Store, id string, latest, sum int64) (int64, error) {
+	if sum <= latest {
+		return latest, nil
+	}
+	newer, err := cs.HasMessagesAfter(ctx, id, latest, sum)
+	if err != nil || newer {
+		return latest, err
+	}
+	return sum, nil
 }
 
 // compact compacts the NPC slept (slept, as the sleep first read it) if it
@@ -228,14 +231,12 @@ func (r *Runner) compact(ctx context.Context, slept *character.Character, latest
 	// The mark is the sleep's: set with the compaction only when the life
 	// planned is the one the sleep read; else the mark is left to the
 	// last step, which finds the NPC gone.
-	mc, canMark := sc.(sleepCommitter)
-	canMark = canMark && c.CreatedAt.Equal(slept.CreatedAt)
 	err = r.withNPC(ctx, id, func(ctx context.Context) error {
-		if canMark {
+		if c.CreatedAt.Equal(slept.CreatedAt) {
 			// The commit reads the NPC in its transaction and checks it
 			// is still the life planned.
 			var err error
-			rec, err = mc.CommitSleep(ctx, c, plan, sum, SleepMark{Latest: latest, At: r.deps.Clock.Now().UTC()})
+			rec, err = sc.CommitSleep(ctx, c, plan, sum, SleepMark{Latest: latest, At: r.deps.Clock.Now().UTC()})
 			marked = err == nil
 			return err
 		}
