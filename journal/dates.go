@@ -43,11 +43,12 @@ func GroundDates(text string, at time.Time) string {
 // lineStamp is the game-time stamp at the head of a perceived line.
 var lineStamp = regexp.MustCompile(`^\[(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(?::\d{2})?\]`)
 
-// relativeHint is a cheap test for text that may hold an expression.
-var relativeHint = regexp.MustCompile(`(?i)\b(yesterday|today|tonight|tomorrow|last|next|this|days?|weeks?|months?|years?)\b`)
-
 // hintWords are the words relativeHint looks for.
 var hintWords = []string{"yesterday", "today", "tonight", "tomorrow", "last", "next", "this", "day", "days", "week", "weeks", "month", "months", "year", "years"}
+
+// relativeHint is a cheap test for text that may hold an expression: one
+// of hintWords, as a whole word, in any case.
+var relativeHint = regexp.MustCompile(`(?i)\b(` + strings.Join(hintWords, "|") + `)\b`)
 
 // mayBeRelative is relativeHint.MatchString(text) without the regular
 // expression for ASCII text: the pattern matches a whole word (a run of

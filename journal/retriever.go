@@ -674,7 +674,7 @@ func (h minHeap) less(i, j int) bool {
 func (h minHeap) up(j int) {
 	for j > 0 {
 		i := (j - 1) / 2
-		if i == j || !h.less(j, i) {
+		if !h.less(j, i) {
 			break
 		}
 		h[i], h[j] = h[j], h[i]

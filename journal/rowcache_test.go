@@ -216,14 +216,23 @@ func TestKeptResultsEqualReadOnes(t *testing.T) {
 func TestRowCacheStaysWithinItsBounds(t *testing.T) {
 	var c rowCache
 	text := strings.Repeat("the sword has a red hilt ", 20)
+	shrunk := false
 	for id := int64(1); id <= 2000; id++ {
 		res := messageResult(id, text, text, []string{"ev"}, t0)
 		c.put(res)
 		if keys := c.dedupKeys(itemKey{kindMessage, id}, &res); !cmp.Equal(keys, dedupKeys(&res)) {
 			t.Fatalf("kept keys %q, want %q", keys, dedupKeys(&res))
 		}
-		if id == 10 {
-			c.get(itemKey{kindMessage, 1}) // used again: kept longer than 2 to 10
+		if id == 200 {
+			c.get(itemKey{kindMessage, 1}) // used again: kept longer than 2 to 200
+		}
+		if _, two := c.res[itemKey{kindMessage, 2}]; id > 2 && !two && !shrunk {
+			// The first results dropped are the least recently used: 2
+			// went, 1, used at 200, stays.
+			shrunk = true
+			if _, one := c.res[itemKey{kindMessage, 1}]; !one {
+				t.Fatalf("after %d results the cache dropped 1, used last at 200, with 2", id)
+			}
 		}
 		if c.size() > maxRowBytes {
 			t.Fatalf("after %d results the cache holds %d bytes, over %d", id, c.size(), maxRowBytes)
@@ -234,6 +243,9 @@ func TestRowCacheStaysWithinItsBounds(t *testing.T) {
 	}
 	if _, ok := c.get(itemKey{kindMessage, 2}); ok {
 		t.Error("the oldest result was kept")
+	}
+	if !shrunk {
+		t.Error("2,000 results never made the cache drop one")
 	}
 	var sum int64
 	for _, k := range c.res {

@@ -257,8 +257,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	cfg := r.cfg
 	rs := &x.rs
 	rs.reset(len(x.items))
-	// BM25 is scaled by the best hit among the NPC's searchable rows (a
-	// summary or another NPC's row is no hit).
+	// BM25 is scaled by the best hit among the NPC's searchable rows.
 	kw := rs.kw[:0]
 	best := 0.0
 	for _, h := range hits {

@@ -144,7 +144,12 @@ func unit(v []float32) {
 
 // textHash keys the embedding cache: the SHA-256 of the exact text embedded.
 func textHash(s string) string {
-	h := sha256.Sum256([]byte(s))
+	return hashBytes([]byte(s))
+}
+
+// hashBytes is the SHA-256 of b in hex.
+func hashBytes(b []byte) string {
+	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
 
@@ -153,8 +158,7 @@ func textHash(s string) string {
 // collapsed, so "Alice lost her sword." and "alice lost her sword" agree.
 func ContentHash(content string) string {
 	var buf [256]byte
-	h := sha256.Sum256(appendNormalized(buf[:0], content))
-	return hex.EncodeToString(h[:])
+	return hashBytes(appendNormalized(buf[:0], content))
 }
 
 func normalizeContent(s string) string {
