@@ -42,7 +42,7 @@ type Counter struct {
 	// the cache is then counted piece by piece, each piece's count cached,
 	// without the tokenizer's regular expression.
 	split func(string) int
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	cache map[string]int
 	bytes int
 	// pieces holds the token counts of pieces, at most cacheEntries of
@@ -150,12 +150,12 @@ func (c *Counter) count(s string) int {
 	if s == "" {
 		return 0
 	}
-	c.mu.Lock()
+	c.mu.RLock()
 	n, ok := c.cache[s]
 	if !ok {
 		n, ok = c.withBreaks(s)
 	}
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	if ok {
 		return n
 	}
@@ -182,7 +182,7 @@ func (c *Counter) count(s string) int {
 // extend the last piece, a run of ASCII punctuation (and the space before
 // it), after one; any other end (white space, other characters) is left to
 // tokenize. Only cl100k_base's split is known to end so. The caller holds
-// c.mu.
+// c.mu, at least for reading.
 func (c *Counter) withBreaks(s string) (int, bool) {
 	if c.split == nil {
 		return 0, false
@@ -246,14 +246,16 @@ func (c *Counter) tokenize(s string) int {
 		return c.codecCount(s)
 	}
 	n := 0
-	c.mu.Lock()
+	// Ticks of many NPCs count at once: pieces are looked up under the
+	// read lock, and only a piece never seen takes the write lock.
+	c.mu.RLock()
 	for s != "" {
 		i := c.split(s)
 		p := s[:i]
 		s = s[i:]
 		k, ok := c.pieces[p]
 		if !ok {
-			c.mu.Unlock()
+			c.mu.RUnlock()
 			// A piece alone splits into itself, so the tokenizer counts
 			// it as it would within the text.
 			k = c.codecCount(p)
@@ -266,10 +268,12 @@ func (c *Counter) tokenize(s string) int {
 				c.pieces[strings.Clone(p)] = k
 				c.pieceBytes += len(p)
 			}
+			c.mu.Unlock()
+			c.mu.RLock()
 		}
 		n += k
 	}
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	return n
 }
 
