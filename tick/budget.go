@@ -83,8 +83,10 @@ func readResults(live []character.Message, exempt func(string) bool) []int64 {
 // that masking shrinks on the next tick anyway. It needs masking on: with
 // masking off nothing shrinks them once read. Results of exempt tools count
 // as history, since routine masking spares them.
+// The live history is read only when the prompt fits at all (the tick reads
+// it next anyway, from memory as a rule).
 func (e *Engine) readFirst(ctx context.Context, c *character.Character, pending int) (bool, error) {
-	if !c.Masking.On() || !fitsWindow(c, c.ContextTokens()+pending) {
+	if !mayFit(c, pending) {
 		return false, nil
 	}
 	live, err := e.liveHistory(ctx, c)
@@ -94,13 +96,18 @@ func (e *Engine) readFirst(ctx context.Context, c *character.Character, pending 
 	return mayReadFirst(c, live, pending), nil
 }
 
+// mayFit is readFirst's first condition, which needs no history: masking
+// is on and the whole prompt with the reply reserve fits the window.
+func mayFit(c *character.Character, pending int) bool {
+	return c.Masking.On() && fitsWindow(c, c.ContextTokens()+pending)
+}
+
 // mayReadFirst is readFirst's rule on c's live history.
 func mayReadFirst(c *character.Character, live []character.Message, pending int) bool {
-	total := c.ContextTokens() + pending
-	if !c.Masking.On() || !fitsWindow(c, total) {
+	if !mayFit(c, pending) {
 		return false
 	}
-	rest := total - unreadExcess(live, c.Masking.Exempt)
+	rest := c.ContextTokens() + pending - unreadExcess(live, c.Masking.Exempt)
 	return float64(rest) < c.Compaction.SleepThreshold*float64(c.ContextWindow)
 }
 
