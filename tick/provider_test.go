@@ -290,3 +290,48 @@ func TestOverflowThatPersistsNeverLoops(t *testing.T) {
 		t.Fatalf("%d overflow compactions, want exactly one", overflows)
 	}
 }
+
+// A reply whose call ids repeat one of the history's, or each other, gets
+// ids of npcd's own, so every result still finds its call.
+func TestRepeatedCallIDsAreReplaced(t *testing.T) {
+	env, f := remoteEnv(t, 0) // its ticks answered with call_1, call_2, …
+	ctx := context.Background()
+	twice := completion(openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{
+		{ID: "call_1", Type: "function", Function: openai.FunctionCall{Name: "say", Arguments: `{"text":"One."}`}},
+		{ID: "call_1", Type: "function", Function: openai.FunctionCall{Name: "say", Arguments: `{"text":"Two."}`}},
+		{ID: "call_new", Type: "function", Function: openai.FunctionCall{Name: "say", Arguments: `{"text":"Three."}`}},
+		{ID: "call_new", Type: "function", Function: openai.FunctionCall{Name: "say", Arguments: `{"text":"Four."}`}},
+	}})
+	f.set(func(kind string, n int, req openai.ChatCompletionRequest) (int, string, time.Duration) {
+		if kind == "tick" && req.Messages[len(req.Messages)-1].Role != "tool" {
+			return 200, twice, 0
+		}
+		return chatty(kind, n, req)
+	})
+	res := tickOnce(t, env, "Say it four times.")
+	live, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var last []character.ToolCall
+	for _, m := range live {
+		for _, tc := range m.ToolCalls.V {
+			if seen[tc.ID] {
+				t.Fatalf("call id %q stored twice", tc.ID)
+			}
+			seen[tc.ID] = true
+		}
+		if len(m.ToolCalls.V) > 0 {
+			last = m.ToolCalls.V
+		}
+	}
+	want := []string{fmt.Sprintf("call_%d_1_1", res.Tick), fmt.Sprintf("call_%d_1_2", res.Tick), "call_new", fmt.Sprintf("call_%d_1_4", res.Tick)}
+	var got []string
+	for _, tc := range last {
+		got = append(got, tc.ID)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("the reply's call ids were stored as %q, want %q", got, want)
+	}
+}
