@@ -924,13 +924,15 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = time.Now().UTC()
 		}
-		if m.Role != "tool" || guess > 0 {
-			m.ID = 0
-			if m.Role == "tool" {
-				m.ID = guess + int64(i)
+		m.ID = 0
+		if m.Role == "tool" {
+			// A tool result's placeholders name its id.
+			if guess <= 0 {
+				continue // measured below, once its id is known
 			}
-			Measure(m, c, offloadBytes)
+			m.ID = guess + int64(i)
 		}
+		Measure(m, c, offloadBytes)
 		m.ID = 0
 	}
 	if done, err := s.insertMessages(ctx, db, msgs); err != nil {
@@ -1060,23 +1062,17 @@ type messageScratch struct {
 // scanMessage scans a row of id and messageColumns into m; a NULL is read
 // as the zero value, as gorm reads it.
 func scanMessage(rows *sql.Rows, m *Message, s *messageScratch) error {
-	var (
-		characterID, state, role, content, name, toolCallID, toolName = &s.characterID, &s.state, &s.role, &s.content, &s.name, &s.toolCallID, &s.toolName
-		turn, tick, tokens, viewTokens, maskTokens                    = &s.turn, &s.tick, &s.tokens, &s.viewTokens, &s.maskTokens
-		summary, masked, offloaded                                    = &s.summary, &s.masked, &s.offloaded
-		gameTime, createdAt                                           = &s.gameTime, &s.createdAt
-	)
-	err := rows.Scan(&m.ID, characterID, state, role, summary, content, name, &m.ToolCalls, toolCallID, toolName,
-		turn, tick, tokens, viewTokens, maskTokens, masked, offloaded, &m.CompactionID, &m.EventRefs, &m.Metadata,
-		gameTime, createdAt)
+	err := rows.Scan(&m.ID, &s.characterID, &s.state, &s.role, &s.summary, &s.content, &s.name, &m.ToolCalls, &s.toolCallID, &s.toolName,
+		&s.turn, &s.tick, &s.tokens, &s.viewTokens, &s.maskTokens, &s.masked, &s.offloaded, &m.CompactionID, &m.EventRefs, &m.Metadata,
+		&s.gameTime, &s.createdAt)
 	if err != nil {
 		return err
 	}
-	m.CharacterID, m.State, m.Role, m.Content, m.Name = characterID.String, state.String, role.String, content.String, name.String
-	m.ToolCallID, m.ToolName = toolCallID.String, toolName.String
-	m.Turn, m.Tick, m.Tokens, m.ViewTokens, m.MaskTokens = turn.Int64, tick.Int64, int(tokens.Int64), int(viewTokens.Int64), int(maskTokens.Int64)
-	m.Summary, m.Masked, m.Offloaded = summary.Bool, masked.Bool, offloaded.Bool
-	m.GameTime, m.CreatedAt = gameTime.Time, createdAt.Time
+	m.CharacterID, m.State, m.Role, m.Content, m.Name = s.characterID.String, s.state.String, s.role.String, s.content.String, s.name.String
+	m.ToolCallID, m.ToolName = s.toolCallID.String, s.toolName.String
+	m.Turn, m.Tick, m.Tokens, m.ViewTokens, m.MaskTokens = s.turn.Int64, s.tick.Int64, int(s.tokens.Int64), int(s.viewTokens.Int64), int(s.maskTokens.Int64)
+	m.Summary, m.Masked, m.Offloaded = s.summary.Bool, s.masked.Bool, s.offloaded.Bool
+	m.GameTime, m.CreatedAt = s.gameTime.Time, s.createdAt.Time
 	return nil
 }
 
