@@ -550,6 +550,45 @@ func fillPastSleepThreshold(t *testing.T, env *testEnv) {
 // A sleep's compaction sets the sleep mark in its own transaction: when the
 // statement writing the mark fails, nothing of the compaction is stored,
 // and when the compaction's last statement fails, the mark is not set.
+// A sleep's compaction planned of one life of an NPC is refused once the
+// NPC was deleted and created again: the new life keeps its history and
+// gets no mark.
+func TestSleepCommitRefusesAnotherLife(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	fillPastSleepThreshold(t, env)
+	comp := env.eng.deps.Compactor.(*sleep.Compactor)
+	c, _ := env.chars.Get(ctx, "brom")
+	plan, err := comp.Plan(ctx, c, sleep.TriggerSleep, "")
+	if err != nil || plan.Empty() {
+		t.Fatalf("plan = %+v, %v", plan, err)
+	}
+	sum := comp.Summarize(ctx, c, plan, nil)
+	if err := env.eng.DeleteNPC(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	tickOnce(t, env, "A new life begins.")
+	before, _ := env.chars.Get(ctx, "brom")
+	_, err = comp.CommitSleep(ctx, c, plan, sum, sleep.SleepMark{Latest: 1 << 40, At: time.Now()})
+	if !errors.Is(err, character.ErrNotFound) {
+		t.Fatalf("commit of the old life's plan: %v, want ErrNotFound", err)
+	}
+	after, _ := env.chars.Get(ctx, "brom")
+	if after.State.Compactions != before.State.Compactions || after.State.SleepMark != before.State.SleepMark ||
+		after.State.LastSleepAt != nil || after.State.LiveMessages != before.State.LiveMessages || after.State.HistoryRev != before.State.HistoryRev {
+		t.Errorf("the new life changed: %+v, was %+v", after.State, before.State)
+	}
+	if recs, _ := comp.Records(ctx, "brom"); len(recs) != 0 {
+		t.Errorf("the new life has %d compactions", len(recs))
+	}
+}
+
 func TestSleepCompactionAndItsMarkCommitTogether(t *testing.T) {
 	for _, fail := range []string{"mark", "record"} {
 		t.Run(fail, func(t *testing.T) {
