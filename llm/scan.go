@@ -3,6 +3,8 @@ package llm
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/npcd/npcd/internal/text"
 )
 
 // Hand-written matchers for the builtin model's tick: each returns what the
@@ -172,45 +174,17 @@ func quotedPrefix(v string) (string, bool) {
 //	(?i)\bI (said|say)\b:|\bI remember:
 func ownWords(s string) bool {
 	for i := 0; i+1 < len(s); i++ {
-		if s[i] != 'i' && s[i] != 'I' || s[i+1] != ' ' || i > 0 && isWordByte(s[i-1]) {
+		if s[i] != 'i' && s[i] != 'I' || s[i+1] != ' ' || i > 0 && text.IsWordByte(s[i-1]) {
 			continue
 		}
 		rest := s[i+2:]
 		for _, w := range [...]string{"said:", "say:", "remember:"} {
-			if hasFoldPrefix(rest, w) {
+			if _, ok := text.FoldPrefix(rest, 0, w); ok {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// isWordByte reports whether c is an ASCII word character (\w).
-func isWordByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
-}
-
-// hasFoldPrefix reports whether s starts with word (lower-case ASCII) under
-// simple case folding: an ASCII letter in either case, ſ (U+017F) for s
-// and K (U+212A, Kelvin) for k.
-func hasFoldPrefix(s, word string) bool {
-	j := 0
-	for i := 0; i < len(word); i++ {
-		c := word[i]
-		switch {
-		case j >= len(s):
-			return false
-		case s[j] == c || 'a' <= c && c <= 'z' && s[j] == c-'a'+'A':
-			j++
-		case c == 's' && strings.HasPrefix(s[j:], "ſ"):
-			j += len("ſ")
-		case c == 'k' && strings.HasPrefix(s[j:], "\u212a"):
-			j += len("\u212a")
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // wordScanner reads the content words of texts as contentWords does, into a

@@ -1,6 +1,10 @@
 package tick
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/npcd/npcd/internal/text"
+)
 
 // commitmentPhrases are what marks an NPC committing itself: promises,
 // debts, deals, deadlines — what players come back to hold it to. Each is
@@ -25,12 +29,6 @@ var phrasesByFirst = func() (t [256][]string) {
 	return t
 }()
 
-// isWordByte reports whether b is an ASCII word character; every byte of a
-// multi-byte UTF-8 sequence is not.
-func isWordByte(b byte) bool {
-	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
-}
-
 // lowerASCII maps an ASCII capital letter to its small letter.
 func lowerASCII(b byte) byte {
 	if 'A' <= b && b <= 'Z' {
@@ -39,39 +37,17 @@ func lowerASCII(b byte) byte {
 	return b
 }
 
-// foldPrefix reports whether s at i begins with phrase p under simple case
-// folding, and where the match ends. p is lower-case ASCII.
-func foldPrefix(s string, i int, p string) (int, bool) {
-	for j := 0; j < len(p); j++ {
-		if i >= len(s) {
-			return 0, false
-		}
-		c, b := p[j], s[i]
-		switch {
-		case lowerASCII(b) == c:
-			i++
-		case c == 's' && strings.HasPrefix(s[i:], "ſ"):
-			i += len("ſ")
-		case c == 'k' && strings.HasPrefix(s[i:], "\u212a"): // Kelvin sign
-			i += len("\u212a")
-		default:
-			return 0, false
-		}
-	}
-	return i, true
-}
-
 // hasCommitment reports whether s holds one of commitmentPhrases.
 func hasCommitment(s string) bool {
 	for i := 0; i < len(s); i++ {
 		b := s[i]
-		if !isWordByte(b) {
+		if !text.IsWordByte(b) {
 			continue
 		}
 		// i starts a word; every phrase starts with an ASCII letter.
-		if i == 0 || !isWordByte(s[i-1]) {
+		if i == 0 || !text.IsWordByte(s[i-1]) {
 			for _, p := range phrasesByFirst[lowerASCII(b)] {
-				if end, ok := foldPrefix(s, i, p); ok && isWordByte(s[end-1]) != (end < len(s) && isWordByte(s[end])) {
+				if end, ok := text.FoldPrefix(s, i, p); ok && text.IsWordByte(s[end-1]) != (end < len(s) && text.IsWordByte(s[end])) {
 					return true
 				}
 			}

@@ -138,3 +138,33 @@ func Counts(m map[string]int, order ...string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// IsWordByte reports whether b is an ASCII word character (as \w matches);
+// every byte of a multi-byte UTF-8 sequence is not.
+func IsWordByte(b byte) bool {
+	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}
+
+// FoldPrefix reports whether s at i begins with word (lower-case ASCII)
+// under simple case folding, as (?i) in a regular expression reads it (an
+// ASCII letter in either case, ſ (U+017F) for s and K (U+212A, Kelvin)
+// for k), and where the match ends.
+func FoldPrefix(s string, i int, word string) (end int, ok bool) {
+	for j := 0; j < len(word); j++ {
+		if i >= len(s) {
+			return 0, false
+		}
+		c, b := word[j], s[i]
+		switch {
+		case b == c || 'a' <= c && c <= 'z' && b == c-'a'+'A':
+			i++
+		case c == 's' && strings.HasPrefix(s[i:], "ſ"):
+			i += len("ſ")
+		case c == 'k' && strings.HasPrefix(s[i:], "\u212a"):
+			i += len("\u212a")
+		default:
+			return 0, false
+		}
+	}
+	return i, true
+}

@@ -1,6 +1,7 @@
 package text
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -119,5 +120,34 @@ func BenchmarkOneLine(b *testing.B) {
 	s := "Round 12: have you seen my sword, brom-3? I looked everywhere in the forge."
 	for i := 0; i < b.N; i++ {
 		OneLine(s)
+	}
+}
+
+func TestFoldPrefix(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		i    int
+		word string
+		end  int
+		ok   bool
+	}{
+		{"I'LL be back", 0, "i'll", 4, true},
+		{"by Tomorrow", 3, "tomorrow", 11, true},
+		{"yourſ", 0, "yours", len("yourſ"), true},
+		{"\u212aeep", 0, "keep", len("\u212aeep"), true},
+		{"dea", 0, "deal", 0, false},
+		{"dial", 0, "deal", 0, false},
+		{"Ì'll", 0, "i'll", 0, false},
+	} {
+		end, ok := FoldPrefix(c.s, c.i, c.word)
+		if end != c.end || ok != c.ok {
+			t.Errorf("FoldPrefix(%q, %d, %q) = %d, %v; want %d, %v", c.s, c.i, c.word, end, ok, c.end, c.ok)
+		}
+	}
+	word := regexp.MustCompile(`^\w$`)
+	for b := 0; b < 256; b++ {
+		if want := word.MatchString(string([]byte{byte(b)})); IsWordByte(byte(b)) != want {
+			t.Errorf("IsWordByte(%#x) = %v, want %v as \\w", b, !want, want)
+		}
 	}
 }
