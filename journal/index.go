@@ -43,8 +43,8 @@ type npcIndex struct {
 	npc   string
 	dims  int
 	items []item
-	kinds [3]int    // items per kind
-	vecs  []float32 // dims floats per item, zero while an item waits for its vector
+	kinds [3]int            // items per kind
+	vecs  rowStore[float32] // dims floats per item, zero while an item waits for its vector
 	pos   map[itemKey]int32
 	// users lists the items of perceived messages in id order, for the
 	// neighbour bonus; userRank holds, for each item, its place in users,
@@ -84,7 +84,7 @@ type npcIndex struct {
 	// their dot product into a cosine (0 for an item without a known
 	// word).
 	wv        *wordvec.Table
-	sem       []int8
+	sem       rowStore[int8]
 	semScale  []float32
 	semScores []float32 // scratch for semantic scores, reused by each search
 	semTmp    []float32
@@ -120,9 +120,9 @@ func newIndex(npc string) *npcIndex {
 }
 
 func (x *npcIndex) bytes() int64 {
-	return int64(cap(x.vecs))*4 + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
+	return x.vecs.bytes() + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
 		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
-		int64(cap(x.sem)) + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
+		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
 		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24
 }
 
@@ -181,7 +181,7 @@ func (x *npcIndex) add(it item, text string) int32 {
 	x.items = append(x.items, it)
 	x.kinds[it.kind]++
 	if x.dims > 0 {
-		x.vecs = append(x.vecs, make([]float32, x.dims)...)
+		x.vecs.grow(1)
 	}
 	x.pos[itemKey{it.kind, it.id}] = p
 	rank := int32(-1)
@@ -204,14 +204,16 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 			return fmt.Errorf("%w: empty vector", ErrEmbedding)
 		}
 		x.dims = len(v)
-		x.vecs = make([]float32, len(x.items)*x.dims)
+		x.vecs.reset(x.dims)
+		x.vecs.grow(len(x.items))
 	}
 	if len(v) != x.dims {
 		return fmt.Errorf("%w: vector of %d dimensions, the index holds %d", ErrEmbedding, len(v), x.dims)
 	}
-	copy(x.vecs[int(p)*x.dims:], v)
-	unit(x.vecs[int(p)*x.dims : int(p+1)*x.dims])
-	if !finite(x.vecs[int(p)*x.dims : int(p+1)*x.dims]) {
+	row := x.vecs.row(int(p))
+	copy(row, v)
+	unit(row)
+	if !finite(row) {
 		x.nonFinite = true
 	}
 	delete(x.pending, p)

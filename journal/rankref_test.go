@@ -30,7 +30,7 @@ func refScan(x *npcIndex, q []float32) {
 	start := x.scanStart()
 	parallel(n-start, (n-start)*d, func(lo, hi int) {
 		for i := start + lo; i < start+hi; i++ {
-			x.scores[i] = dot(q, x.vecs[i*d:(i+1)*d])
+			x.scores[i] = dot(q, x.vecs.row(i))
 		}
 	})
 }
@@ -44,7 +44,7 @@ func refVecAt(x *npcIndex, p int32) float32 {
 	if x.qv == nil || d == 0 {
 		return 0
 	}
-	return dot(x.qv, x.vecs[int(p)*d:int(p+1)*d])
+	return dot(x.qv, x.vecs.row(int(p)))
 }
 
 // refScanSemantic is npcIndex.scanSemantic.
@@ -69,7 +69,7 @@ func refScanSemantic(x *npcIndex, q []int8, qs float32) {
 				x.semScores[i] = 0
 				continue
 			}
-			c := float32(dot8(q, x.sem[i*d:(i+1)*d])) * s * qs
+			c := float32(dot8(q, x.sem.row(i))) * s * qs
 			x.semScores[i] = max(0, (c-semFloor)/(1-semFloor))
 		}
 	})
@@ -87,8 +87,7 @@ func refSemAt(x *npcIndex, p int32) float32 {
 	if s == 0 {
 		return 0
 	}
-	d := len(x.semQ)
-	c := float32(dot8(x.semQ, x.sem[int(p)*d:int(p+1)*d])) * s * x.semQS
+	c := float32(dot8(x.semQ, x.sem.row(int(p)))) * s * x.semQS
 	return max(0, (c-semFloor)/(1-semFloor))
 }
 

@@ -544,14 +544,14 @@ func (x *npcIndex) scan(q []float32) {
 		qs := &x.qSparse
 		parallel(n-start, (n-start)*len(qs.idx), func(lo, hi int) {
 			for i := start + lo; i < start+hi; i++ {
-				x.scores[i] = qs.dot(x.vecs[i*d : (i+1)*d])
+				x.scores[i] = qs.dot(x.vecs.row(i))
 			}
 		})
 		return
 	}
 	parallel(n-start, (n-start)*d, func(lo, hi int) {
 		for i := start + lo; i < start+hi; i++ {
-			x.scores[i] = dot(q, x.vecs[i*d:(i+1)*d])
+			x.scores[i] = dot(q, x.vecs.row(i))
 		}
 	})
 }
@@ -576,9 +576,9 @@ func (x *npcIndex) vecAt(p int32) float32 {
 		return 0
 	}
 	if x.sparse {
-		return x.qSparse.dot(x.vecs[int(p)*d : int(p+1)*d])
+		return x.qSparse.dot(x.vecs.row(int(p)))
 	}
-	return dot(x.qv, x.vecs[int(p)*d:int(p+1)*d])
+	return dot(x.qv, x.vecs.row(int(p)))
 }
 
 // parallel runs work over [0, n) in chunks, on every processor when the

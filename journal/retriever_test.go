@@ -519,15 +519,18 @@ func TestScanInParallel(t *testing.T) {
 	const n, d = 12000, 256 // above the size scanned on one core
 	x := newIndex("brom")
 	x.dims = d
-	x.vecs = make([]float32, n*d)
+	x.vecs.reset(d)
+	x.vecs.grow(n)
 	x.items = make([]item, n)
-	for i := range x.vecs {
-		x.vecs[i] = float32((i*7919)%1000) / 1000
+	for i := 0; i < n; i++ {
+		for j, row := 0, x.vecs.row(i); j < d; j++ {
+			row[j] = float32(((i*d+j)*7919)%1000) / 1000
+		}
 	}
-	q := x.vecs[5*d : 6*d]
+	q := x.vecs.row(5)
 	x.scan(q)
 	for i := 0; i < n; i++ {
-		if want := dot(q, x.vecs[i*d:(i+1)*d]); x.scores[i] != want {
+		if want := dot(q, x.vecs.row(i)); x.scores[i] != want {
 			t.Fatalf("item %d: %v, want %v", i, x.scores[i], want)
 		}
 	}

@@ -99,7 +99,10 @@ func (x *npcIndex) ensureSemantic() {
 	t := x.wv
 	d := t.Dims()
 	if len(x.semScale) < n {
-		x.sem = append(x.sem, make([]int8, (n-len(x.semScale))*d)...)
+		if x.sem.dims != d {
+			x.sem.reset(d)
+		}
+		x.sem.grow(n - x.sem.len())
 		x.semScale = append(x.semScale, make([]float32, n-len(x.semScale))...)
 	}
 	if cap(x.semTmp) < d {
@@ -110,10 +113,10 @@ func (x *npcIndex) ensureSemantic() {
 		x.semScale[p] = 0
 		ids := semWords(t, ftsWords(text))
 		if len(ids) == 0 || !semVector(t, v, ids, nil) {
-			clear(x.sem[int(p)*d : int(p+1)*d])
+			clear(x.sem.row(int(p)))
 			continue
 		}
-		x.semScale[p] = quantize(x.sem[int(p)*d:int(p+1)*d], v)
+		x.semScale[p] = quantize(x.sem.row(int(p)), v)
 	}
 	clear(x.semText)
 }
@@ -173,7 +176,7 @@ func (x *npcIndex) scanSemantic(q []int8, qs float32) {
 				x.semScores[i] = 0
 				continue
 			}
-			c := float32(dot8(q, x.sem[i*d:(i+1)*d])) * s * qs
+			c := float32(dot8(q, x.sem.row(i))) * s * qs
 			x.semScores[i] = max(0, (c-semFloor)/(1-semFloor))
 		}
 	})
@@ -212,7 +215,6 @@ func (x *npcIndex) semAt(p int32) float32 {
 	if s == 0 {
 		return 0
 	}
-	d := len(x.semQ)
-	c := float32(dot8(x.semQ, x.sem[int(p)*d:int(p+1)*d])) * s * x.semQS
+	c := float32(dot8(x.semQ, x.sem.row(int(p)))) * s * x.semQS
 	return max(0, (c-semFloor)/(1-semFloor))
 }

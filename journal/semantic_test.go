@@ -97,12 +97,12 @@ func TestSemanticVectors(t *testing.T) {
 	x.add(item{id: 1, kind: kindMessage}, "the kids went camping")
 	x.add(item{id: 2, kind: kindMessage}, "the tax on grain went up")
 	x.add(item{id: 3, kind: kindMessage}, "Zorblax qwvy!") // no known word
-	if len(x.sem) != 0 || len(x.semText) != 3 {
-		t.Fatalf("%d codes and %d texts waiting after adding: vectors are computed when a search needs them", len(x.sem), len(x.semText))
+	if x.sem.len() != 0 || len(x.semText) != 3 {
+		t.Fatalf("%d codes and %d texts waiting after adding: vectors are computed when a search needs them", x.sem.len(), len(x.semText))
 	}
 	x.ensureSemantic()
-	if len(x.sem) != 3*x.wv.Dims() || len(x.semScale) != 3 || len(x.semText) != 0 {
-		t.Fatalf("%d codes, %d scales", len(x.sem), len(x.semScale))
+	if x.sem.len() != 3 || len(x.semScale) != 3 || len(x.semText) != 0 {
+		t.Fatalf("%d codes, %d scales", x.sem.len(), len(x.semScale))
 	}
 	if x.semScale[2] != 0 {
 		t.Fatal("a text without a known word has a vector")
@@ -181,8 +181,8 @@ func TestSentenceVectorsWaitForASearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := r.npcs["brom"]
-	if len(x.sem) != 0 || len(x.semText) != 2 {
-		t.Fatalf("after near duplicates: %d codes, %d texts waiting; want none computed", len(x.sem), len(x.semText))
+	if x.sem.len() != 0 || len(x.semText) != 2 {
+		t.Fatalf("after near duplicates: %d codes, %d texts waiting; want none computed", x.sem.len(), len(x.semText))
 	}
 	got, err := r.Search(ctx, "brom", "my kids love the outdoors", 5)
 	if err != nil {
