@@ -41,6 +41,36 @@ type group struct {
 	parts []part
 }
 
+// partSlot is one part of a group.
+type partSlot struct {
+	g *group
+	i int // the part
+}
+
+// collectScratch holds the maps collect fills, kept by an NPC's rowCache
+// from one search to the next so that they are not built again each time.
+type collectScratch struct {
+	byKey  map[string]partSlot
+	byRank map[int32]*group
+	loaded map[itemKey]*Result
+}
+
+// scratch returns c's collect maps, empty, or new ones sized for k results
+// when c is nil. A result holds a few merge keys (dedupKeys) and parts.
+func (c *rowCache) scratch(k int) *collectScratch {
+	if c == nil {
+		return &collectScratch{byKey: make(map[string]partSlot, 4*k), byRank: make(map[int32]*group, 2*k), loaded: make(map[itemKey]*Result, 2*k)}
+	}
+	sc := &c.collect
+	if sc.byKey == nil {
+		sc.byKey, sc.byRank, sc.loaded = make(map[string]partSlot, 4*k), make(map[int32]*group, 2*k), make(map[itemKey]*Result, 2*k)
+	}
+	clear(sc.byKey)
+	clear(sc.byRank)
+	clear(sc.loaded)
+	return sc
+}
+
 // collect turns ranked candidates into up to k results, best first. It reads
 // their rows in small batches and merges results that come from the same
 // single message or game event (a message, the journal entry written from
@@ -56,14 +86,11 @@ type group struct {
 //
 // Contents longer than maxBytes (when > 0) are cut to a snippet around the
 // query's terms, and a result cites only the parts whose text it keeps.
-func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window, cache *rowCache) ([]Result, bool, error) {
+// Without parts, results leave Parts nil.
+func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window, cache *rowCache, parts bool) ([]Result, bool, error) {
 	var out []*group
-	type slot struct {
-		g *group
-		i int // the part
-	}
-	byKey := map[string]slot{}
-	byRank := map[int32]*group{}
+	sc := cache.scratch(k)
+	byKey, byRank := sc.byKey, sc.byRank
 	missing := false
 	floor := -1.0
 	for start := 0; start < len(ranked); {
@@ -98,7 +125,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				continue
 			}
 		}
-		rows, err := s.load(ctx, npc, batch, cache)
+		rows, err := s.load(ctx, npc, batch, cache, sc.loaded)
 		if err != nil {
 			return nil, false, err
 		}
@@ -108,9 +135,12 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				missing = true
 				continue
 			}
-			res.Score, res.Parts = c.score, c.parts.asMap()
+			res.Score = c.score
+			if parts {
+				res.Parts = c.parts.asMap()
+			}
 			keys := cache.dedupKeys(itemKey{c.kind, c.id}, res)
-			at := slot{i: -1}
+			at := partSlot{i: -1}
 			for _, key := range keys {
 				h, ok := byKey[key]
 				// Two memories from one event are two facts: only equal
@@ -124,14 +154,14 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 			if at.g != nil {
 				mergeSources(&at.g.parts[at.i].sources, res.Sources)
 			} else if g := w.near(byRank, rank); g != nil && (floor < 0 || c.score >= floor) {
-				at = slot{g, len(g.parts)}
+				at = partSlot{g, len(g.parts)}
 				g.parts = append(g.parts, part{rank: rank, text: res.Content, sources: cleanSources(res.Sources)})
 				byRank[rank] = g
 			} else {
 				if len(out) == k {
 					continue
 				}
-				at = slot{&group{res: res, parts: []part{{rank: rank, text: res.Content, sources: cleanSources(res.Sources)}}}, 0}
+				at = partSlot{&group{res: res, parts: []part{{rank: rank, text: res.Content, sources: cleanSources(res.Sources)}}}, 0}
 				out = append(out, at.g)
 				if rank >= 0 {
 					byRank[rank] = at.g
@@ -302,10 +332,11 @@ func cleanSources(s character.Sources) character.Sources {
 // instead.
 //
 // Messages and journal entries are found in cache first, and those read
-// are added to it.
-func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache) (map[itemKey]*Result, error) {
+// are added to it. The results go into out, emptied first, which is
+// returned.
+func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache, out map[itemKey]*Result) (map[itemKey]*Result, error) {
 	var ids [3][]int64
-	out := make(map[itemKey]*Result, len(cs))
+	clear(out)
 	for _, c := range cs {
 		k := itemKey{c.kind, c.id}
 		if c.kind != kindMemory {

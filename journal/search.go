@@ -122,6 +122,9 @@ type SearchOptions struct {
 	// Window, or rarer terms, the results are those of Search. It must
 	// not be negative.
 	Window int
+	// NoParts leaves Result.Parts nil, for a caller that reads only the
+	// results and their scores (the tick's working context).
+	NoParts bool
 }
 
 // SearchWith is Search with the work trimmed as o says.
@@ -181,7 +184,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 			ranked = r.rank(x, qv != nil, x.wv != nil, hits, pool, now, named)
 		}
 	}
-	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows)
+	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows, !o.NoParts)
 	if err != nil {
 		return nil, err
 	}

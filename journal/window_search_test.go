@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -125,5 +126,33 @@ func TestSearchWindowReadsRecentPostings(t *testing.T) {
 	}
 	if _, err := r.SearchWith(context.Background(), "npc", "road", 3, SearchOptions{Window: -1}); !errors.Is(err, ErrBadOption) {
 		t.Fatalf("a negative window: %v, want ErrBadOption", err)
+	}
+}
+
+// NoParts changes nothing of a search but the parts it reports: same
+// results, scores, contents and sources, in the same order, with Parts nil.
+func TestSearchNoPartsKeepsResults(t *testing.T) {
+	e := newEnv(t)
+	windowCorpus(t, e)
+	r := e.retriever(t)
+	for _, q := range []string{"where is the amulet hidden?", "the dusty road", "who forges blades of blue steel on the road"} {
+		for _, o := range []SearchOptions{{}, {NoFeedback: true, Window: 32}} {
+			with := search(t, r, q, 5, o)
+			o.NoParts = true
+			without := search(t, r, q, 5, o)
+			if len(with) == 0 || len(with) != len(without) {
+				t.Fatalf("%q: %d results without parts, %d with", q, len(without), len(with))
+			}
+			for i := range with {
+				if with[i].Parts == nil || without[i].Parts != nil {
+					t.Fatalf("%q: result %d parts %v with, %v without", q, i, with[i].Parts, without[i].Parts)
+				}
+				w := with[i]
+				w.Parts = nil
+				if !reflect.DeepEqual(w, without[i]) {
+					t.Fatalf("%q: result %d is %+v without parts, %+v with", q, i, without[i], w)
+				}
+			}
+		}
 	}
 }

@@ -256,7 +256,7 @@ type boundedSearcher interface {
 // the Retriever can.
 func (e *Engine) recall(ctx context.Context, npc, query string, k int) ([]journal.Result, error) {
 	if b, ok := e.deps.Retriever.(boundedSearcher); ok {
-		return b.SearchWith(ctx, npc, query, k, journal.SearchOptions{NoFeedback: true, Window: RecallWindow})
+		return b.SearchWith(ctx, npc, query, k, journal.SearchOptions{NoFeedback: true, Window: RecallWindow, NoParts: true})
 	}
 	return e.deps.Retriever.Search(ctx, npc, query, k)
 }
