@@ -57,7 +57,7 @@ func TestWorkingContextRecallsBeyondTheWindow(t *testing.T) {
 	if !strings.Contains(got, RecalledHeader) || !strings.Contains(got, "silver amulet under the old oak") {
 		t.Fatalf("the working context does not recall the amulet:\n%s", got)
 	}
-	if len(rec.opts) != 1 || rec.opts[0] != (journal.SearchOptions{NoFeedback: true, Window: RecallWindow}) {
+	if len(rec.opts) != 1 || rec.opts[0] != (journal.SearchOptions{NoFeedback: true, Window: RecallWindow, NoParts: true}) {
 		t.Fatalf("the working context searched with %+v, want one bounded search", rec.opts)
 	}
 }
