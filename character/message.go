@@ -35,7 +35,7 @@ type Message struct {
 	Content    string
 	Name       string                 `gorm:"size:64"`
 	ToolCalls  store.JSON[[]ToolCall] `gorm:"type:text"`
-	ToolCallID string                 `gorm:"size:128;index"`
+	ToolCallID string                 `gorm:"size:128"`
 	ToolName   string                 `gorm:"size:64"`
 	Turn       int64                  `gorm:"index:idx_messages_char_mask,priority:5"`
 	Tick       int64
@@ -50,7 +50,7 @@ type Message struct {
 	Masked    bool `gorm:"index:idx_messages_char_mask,priority:4"`
 	Offloaded bool
 	// CompactionID is the compaction that archived the row.
-	CompactionID *int64 `gorm:"index"`
+	CompactionID *int64 // indexed where set (migration character v8)
 	// EventRefs are the game's event ids the message was made from.
 	EventRefs store.JSON[[]string]       `gorm:"type:text"`
 	Metadata  store.JSON[map[string]any] `gorm:"type:text"`

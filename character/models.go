@@ -11,8 +11,8 @@ import (
 // 202 is a committed row, so it survives a crash of the daemon.
 type Event struct {
 	Seq         int64   `gorm:"primaryKey;autoIncrement"`
-	CharacterID string  `gorm:"size:64;not null;uniqueIndex:idx_events_char_ref,priority:1;index:idx_events_char_pending,priority:1"`
-	Ref         *string `gorm:"size:128;uniqueIndex:idx_events_char_ref,priority:2"` // the game's event id; nil when none was given
+	CharacterID string  `gorm:"size:64;not null;uniqueIndex:idx_events_char_ref,priority:1"` // pending index: migration character v8
+	Ref         *string `gorm:"size:128;uniqueIndex:idx_events_char_ref,priority:2"`         // the game's event id; nil when none was given
 	Kind        string  `gorm:"size:32"`
 	// Actor is who acts as the NPC sees them (the display name); ActorID
 	// is the game's stable id of that actor, empty when the game sent only
@@ -26,7 +26,7 @@ type Event struct {
 	ReceivedAt time.Time
 	// ConsumedAt is set by the tick that turned the event into a message, in
 	// the same transaction that wrote that message.
-	ConsumedAt   *time.Time `gorm:"index:idx_events_char_pending,priority:2"`
+	ConsumedAt   *time.Time
 	ConsumedTick int64
 	MessageID    *int64
 }

@@ -20,9 +20,9 @@ type TickOutcome struct {
 	// ID is the feed's cursor. It grows in commit order and is never
 	// reused, even after the newest rows are deleted with their NPC.
 	ID          int64   `gorm:"primaryKey;autoIncrement"`
-	CharacterID string  `gorm:"size:64;not null;index:idx_outcomes_char_tick,priority:1;uniqueIndex:idx_outcomes_char_key,priority:1"`
+	CharacterID string  `gorm:"size:64;not null;index:idx_outcomes_char_tick,priority:1"`
 	Tick        int64   `gorm:"not null;index:idx_outcomes_char_tick,priority:2"`
-	Key         *string `gorm:"size:128;uniqueIndex:idx_outcomes_char_key,priority:2"`
+	Key         *string `gorm:"size:128"` // unique where set (migration character v8)
 	Idle        bool    `gorm:"not null"`
 	At          time.Time
 	// Body is the tick's response as the game got it (JSON).

@@ -142,7 +142,36 @@ func Migrations() []store.Migration {
 		Up: func(tx *gorm.DB) error {
 			return tx.Exec("CREATE INDEX IF NOT EXISTS idx_outcomes_at ON tick_outcomes (at)").Error
 		},
+	}, {
+		// Every row a tick writes went into indexes no query reads it by:
+		// each message into one on its tool call id (nothing looks a
+		// message up by it) and one on its compaction (NULL until archived),
+		// a consumed event into the pending index again, an outcome into
+		// one on its idempotency key (NULL without one). Partial indexes
+		// hold only the rows looked up. (The events' index on their game id
+		// stays whole: it is the one that finds an NPC's events.)
+		Component: "character", Version: 8, Name: "partial indexes of messages, events and outcomes",
+		Up: func(tx *gorm.DB) error {
+			for _, stmt := range leanIndexes {
+				if err := tx.Exec(stmt).Error; err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 	}}
+}
+
+// leanIndexes are the statements of migration character v8 (the same on
+// SQLite and PostgreSQL).
+var leanIndexes = []string{
+	"DROP INDEX IF EXISTS idx_messages_tool_call_id",
+	"DROP INDEX IF EXISTS idx_messages_compaction_id",
+	"CREATE INDEX idx_messages_compaction_id ON messages (compaction_id) WHERE compaction_id IS NOT NULL",
+	"DROP INDEX IF EXISTS idx_events_char_pending",
+	"CREATE INDEX idx_events_char_pending ON events (character_id, seq) WHERE consumed_at IS NULL",
+	"DROP INDEX IF EXISTS idx_outcomes_char_key",
+	"CREATE UNIQUE INDEX idx_outcomes_char_key ON tick_outcomes (character_id, key) WHERE key IS NOT NULL",
 }
 
 func (s *Store) q(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
