@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/npcd/npcd/character"
@@ -149,6 +150,11 @@ func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, win
 		var prompt, calls, ticksRun int
 		var perTick []int
 		compactions := map[string]int{}
+		// over counts the compactions that left the context above the
+		// compaction target, told the number of those whose tick warned
+		// why.
+		target := sleep.TargetTokens(c)
+		var over, told int
 		for i := 0; i < turns; i++ {
 			text := fmt.Sprintf("Turn %d: the north road is busy today.", i)
 			if i%3 == 0 {
@@ -173,6 +179,15 @@ func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, win
 				perTick = append(perTick, res.Usage.PromptTokens)
 				if res.Compaction != nil {
 					compactions[res.Compaction.Trigger]++
+					if res.Compaction.TokensAfter > target {
+						over++
+						for _, w := range res.Warnings {
+							if strings.Contains(w, "over its target") {
+								told++
+								break
+							}
+						}
+					}
 				}
 				if len(res.Awaiting) == 0 {
 					break
@@ -194,8 +209,8 @@ func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, win
 			fmt.Fprintln(progress)
 		}
 		sort.Ints(perTick)
-		fmt.Fprintf(out, "  masking %-5v: %5d ticks, %5d model calls, prompt tokens per tick mean %5d  p50 %5d  p95 %5d, compactions %v\n",
-			on, ticksRun, calls, prompt/max(1, ticksRun), perTick[len(perTick)/2], perTick[len(perTick)*95/100], compactions)
+		fmt.Fprintf(out, "  masking %-5v: %5d ticks, %5d model calls, prompt tokens per tick mean %5d  p50 %5d  p95 %5d, compactions %v, %d ended over the target of %d (%d saying why)\n",
+			on, ticksRun, calls, prompt/max(1, ticksRun), perTick[len(perTick)/2], perTick[len(perTick)*95/100], compactions, over, target, told)
 		done()
 	}
 	return nil
