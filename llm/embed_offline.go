@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -112,7 +113,17 @@ func (e *OfflineEmbedder) Vector(text string) []float32 { return e.WeightedVecto
 // and words too long for its stack buffer: features are hashed as they are
 // read, never built as strings.
 func (e *OfflineEmbedder) WeightedVector(text string, weight func(word string) float64) []float32 {
-	v := make([]float32, e.dims)
+	return e.AppendWeightedVector(nil, text, weight)
+}
+
+// AppendWeightedVector is WeightedVector appending the vector to dst, whose
+// spare capacity it reuses: a searcher embedding one query after another
+// into the same buffer allocates nothing.
+func (e *OfflineEmbedder) AppendWeightedVector(dst []float32, text string, weight func(word string) float64) []float32 {
+	dst = slices.Grow(dst, e.dims)
+	v := dst[len(dst) : len(dst)+e.dims]
+	clear(v)
+	dst = dst[:len(dst)+e.dims]
 	var buf [64]byte
 	scratch := buf[:0]
 	s := offlineScanner{text: text}
@@ -174,13 +185,13 @@ func (e *OfflineEmbedder) WeightedVector(text string, weight func(word string) f
 		norm += float64(x) * float64(x)
 	}
 	if norm == 0 {
-		return v
+		return dst
 	}
 	inv := float32(1 / math.Sqrt(norm))
 	for i := range v {
 		v[i] *= inv
 	}
-	return v
+	return dst
 }
 
 // addHash adds w to v at the dimension of the FNV state h (see fnvFinish),

@@ -327,3 +327,28 @@ func BenchmarkOfflineVector(b *testing.B) {
 		}
 	}
 }
+
+func TestAppendWeightedVector(t *testing.T) {
+	e, _ := NewOfflineEmbedder(64)
+	weight := func(w string) float64 { return float64(len(w)) }
+	// Spare capacity holding another text's vector is overwritten.
+	prefix := []float32{1, 2, 3}
+	buf := append(make([]float32, 0, len(prefix)+64), prefix...)
+	buf = append(buf, e.Vector("the dragon burned the mill")...)
+	for _, text := range []string{"Alice lost her sword at the forge", "", "the and of it", "Ünïcödé wörds"} {
+		got := e.AppendWeightedVector(buf[:len(prefix)], text, weight)
+		if !slices.Equal(got[:len(prefix)], prefix) {
+			t.Fatalf("%q: prefix %v", text, got[:len(prefix)])
+		}
+		if &got[0] != &buf[0] {
+			t.Fatalf("%q: reallocated with room to spare", text)
+		}
+		equalVectors(t, text, got[len(prefix):], e.WeightedVector(text, weight))
+	}
+	if raceEnabled {
+		return
+	}
+	if allocs := testing.AllocsPerRun(20, func() { e.AppendWeightedVector(buf[:0], "alice lost her sword", weight) }); allocs != 0 {
+		t.Fatalf("AppendWeightedVector allocates %.0f times with room to spare", allocs)
+	}
+}
