@@ -269,7 +269,7 @@ func (s *offlineScanner) next(buf []byte) (padded []byte, same, ok bool) {
 			at := s.pos
 			s.pos += size
 			if r < utf8.RuneSelf && ('a' <= r && r <= 'z' || '0' <= r && r <= '9') {
-				// A common case, as unicode would answer it.
+				// Lowercase ASCII letters and digits: unicode's answer, sooner.
 			} else if unicode.IsLetter(r) || unicode.IsDigit(r) {
 				if l := unicode.ToLower(r); l != r {
 					r, same = l, false
