@@ -104,6 +104,8 @@ type npcIndex struct {
 	// hit brings (vecAt, semAt).
 	bound int
 	qv    []float32
+	// qbuf holds the query vector of a lexical embedder (queryVector).
+	qbuf  []float32
 	semQ  []int8
 	semQS float32
 	// qSparse is qv's nonzero elements when the scans use them (sparse):
@@ -121,7 +123,7 @@ func newIndex(npc string) *npcIndex {
 
 func (x *npcIndex) bytes() int64 {
 	return x.vecs.bytes() + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
-		int64(cap(x.kwScores))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
+		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
 		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
 		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24
 }

@@ -457,3 +457,38 @@ func TestKeywordHitsCarryTheirPosition(t *testing.T) {
 		t.Fatal("no hits")
 	}
 }
+
+// A lexical embedder's query vector is made in the index's scratch, search
+// after search: each must be what the embedder makes afresh, nothing of the
+// query before left in it.
+func TestQueryVectorReusesItsScratch(t *testing.T) {
+	r, err := NewRetriever(NewStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	we := r.embedder.(weightedEmbedder)
+	x, texts := rankIndex(t, r, 5, 300)
+	rng := rand.New(rand.NewPCG(7, 8))
+	queries := append(rankQueries(rng, texts, 12), "", "the and of", "a much longer query about the swords Alice lost at the forge")
+	var prev []float32
+	for _, q := range queries {
+		got, err := r.queryVector(t.Context(), x, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := we.WeightedVector(q, x.idf)
+		unit(want)
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d dimensions, want %d", q, len(got), len(want))
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%q: dimension %d is %v, want %v", q, i, got[i], want[i])
+			}
+		}
+		if prev != nil && &got[0] != &prev[0] {
+			t.Fatalf("%q: the query vector was allocated anew", q)
+		}
+		prev = got
+	}
+}

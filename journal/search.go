@@ -224,6 +224,8 @@ func (r *Retriever) window(x *npcIndex) window {
 // embedder is one.
 type weightedEmbedder interface {
 	WeightedVector(text string, weight func(word string) float64) []float32
+	// AppendWeightedVector appends the vector to dst.
+	AppendWeightedVector(dst []float32, text string, weight func(word string) float64) []float32
 }
 
 // queryVector embeds what waits for a vector and the query. A lexical
@@ -237,7 +239,10 @@ func (r *Retriever) queryVector(ctx context.Context, x *npcIndex, query string) 
 	if _, err := r.embedPending(ctx, x, "", r.cfg.maxEmbed); err != nil {
 		return nil, err
 	}
-	qv := we.WeightedVector(query, x.idf)
+	// The query vector lives in x's scratch: it serves only the search
+	// holding x (search clears x.qv when it is over).
+	qv := we.AppendWeightedVector(x.qbuf[:0], query, x.idf)
+	x.qbuf = qv
 	unit(qv)
 	if x.dims > 0 && len(qv) != x.dims {
 		return nil, fmt.Errorf("%w: query vector of %d dimensions, the index holds %d", ErrEmbedding, len(qv), x.dims)

@@ -1,9 +1,11 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -105,33 +107,77 @@ func (e *OfflineEmbedder) Vector(text string) []float32 { return e.WeightedVecto
 // searched (its IDF): the lexical similarity of rare words then counts for
 // more than that of names and words said every day. A word of weight 0 (or
 // less) adds nothing; a nil weight counts every word once.
+//
+// Beyond the returned vector it allocates nothing but the words handed to
+// weight that differ from their spelling in text (capitals, apostrophes)
+// and words too long for its stack buffer: features are hashed as they are
+// read, never built as strings.
 func (e *OfflineEmbedder) WeightedVector(text string, weight func(word string) float64) []float32 {
-	v := make([]float32, e.dims)
-	prev, prevW := "", 0.0
-	for _, w := range offlineWords(text) {
-		if offlineStopWords[w] {
-			prev = ""
+	return e.AppendWeightedVector(nil, text, weight)
+}
+
+// AppendWeightedVector is WeightedVector appending the vector to dst, whose
+// spare capacity it reuses: a searcher embedding one query after another
+// into the same buffer allocates nothing.
+func (e *OfflineEmbedder) AppendWeightedVector(dst []float32, text string, weight func(word string) float64) []float32 {
+	dst = slices.Grow(dst, e.dims)
+	v := dst[len(dst) : len(dst)+e.dims]
+	clear(v)
+	dst = dst[:len(dst)+e.dims]
+	var buf [64]byte
+	scratch := buf[:0]
+	s := offlineScanner{text: text}
+	hasPrev, prevW := false, 0.0
+	var prevH uint64 // the bigram's hash state after "b\x00"+prev+"\x00"
+	for {
+		padded, same, ok := s.next(scratch)
+		if !ok {
+			break
+		}
+		scratch = padded[:0]
+		w := padded[1 : len(padded)-1]
+		if offlineStopWords[string(w)] {
+			hasPrev = false
 			continue
 		}
 		ww := 1.0
 		if weight != nil {
-			ww = max(0, weight(w))
+			var word string
+			if same {
+				word = s.text[s.start:s.end]
+			} else {
+				word = string(w)
+			}
+			ww = max(0, weight(word))
 		}
-		st := Stem(w)
-		e.add(v, "w\x00"+st, weightStem*ww)
-		if prev != "" {
-			e.add(v, "b\x00"+prev+"\x00"+st, weightBigram*math.Sqrt(ww*prevW))
+		n := utf8.RuneCount(w)
+		sn, sy := stemLen(w, n)
+		// Stem(w) is w[:sn], followed by "y" when sy.
+		e.addHash(v, fnvStem(fnvBytes(fnvOffset, "w\x00"), w[:sn], sy), weightStem*ww)
+		if hasPrev {
+			e.addHash(v, fnvStem(prevH, w[:sn], sy), weightBigram*math.Sqrt(ww*prevW))
 		}
-		prev, prevW = st, ww
-		padded := "<" + w + ">"
-		n := utf8.RuneCountInString(padded) - 2
+		hasPrev, prevW = sn > 0 || sy, ww
+		prevH = fnvBytes(fnvStem(fnvBytes(fnvOffset, "b\x00"), w[:sn], sy), "\x00")
 		if n < 1 {
 			continue
 		}
 		tw := ww * weightTrigrams / math.Sqrt(float64(n))
-		r := []rune(padded)
-		for i := 0; i+3 <= len(r); i++ {
-			e.add(v, "t\x00"+string(r[i:i+3]), tw)
+		// The trigrams of padded's runes: from the start of rune i to the
+		// start of rune i+3 (or the end).
+		var starts [3]int // the starts of the last three runes read
+		read := 0
+		for i := 0; i <= len(padded); {
+			if read >= 3 {
+				e.addHash(v, fnvBytes(fnvBytes(fnvOffset, "t\x00"), padded[starts[read%3]:i]), tw)
+			}
+			if i == len(padded) {
+				break
+			}
+			starts[read%3] = i
+			read++
+			_, size := utf8.DecodeRune(padded[i:])
+			i += size
 		}
 	}
 	var norm float64
@@ -139,19 +185,20 @@ func (e *OfflineEmbedder) WeightedVector(text string, weight func(word string) f
 		norm += float64(x) * float64(x)
 	}
 	if norm == 0 {
-		return v
+		return dst
 	}
 	inv := float32(1 / math.Sqrt(norm))
 	for i := range v {
 		v[i] *= inv
 	}
-	return v
+	return dst
 }
 
-// add hashes feature f into v with a sign taken from the hash, so collisions
-// cancel out on average instead of piling up.
-func (e *OfflineEmbedder) add(v []float32, f string, w float64) {
-	h := fnv64a(f)
+// addHash adds w to v at the dimension of the FNV state h (see fnvFinish),
+// with a sign taken from the hash, so collisions cancel out on average
+// instead of piling up.
+func (e *OfflineEmbedder) addHash(v []float32, h uint64, w float64) {
+	h = fnvFinish(h)
 	i := int(h % uint64(e.dims))
 	if h>>63 == 1 {
 		v[i] -= float32(w)
@@ -160,18 +207,34 @@ func (e *OfflineEmbedder) add(v []float32, f string, w float64) {
 	}
 }
 
-func fnv64a(s string) uint64 {
-	const (
-		offset = 14695981039346656037
-		prime  = 1099511628211
-	)
-	h := uint64(offset)
+// A feature's hash is 64-bit FNV-1a over its bytes, finished by fnvFinish;
+// it is computed piece by piece, so a feature is never built as a string.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnvBytes continues the FNV-1a state h over s.
+func fnvBytes[S string | []byte](h uint64, s S) uint64 {
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
-		h *= prime
+		h *= fnvPrime
 	}
-	// FNV's high bits mix poorly for short keys; finish with a
-	// murmur-style avalanche so both the index and the sign are uniform.
+	return h
+}
+
+// fnvStem continues h over the stem stem, followed by "y" when y.
+func fnvStem(h uint64, stem []byte, y bool) uint64 {
+	h = fnvBytes(h, stem)
+	if y {
+		h = fnvBytes(h, "y")
+	}
+	return h
+}
+
+// fnvFinish ends a hash. FNV's high bits mix poorly for short keys; a
+// murmur-style avalanche makes both the index and the sign uniform.
+func fnvFinish(h uint64) uint64 {
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
@@ -180,43 +243,79 @@ func fnv64a(s string) uint64 {
 	return h
 }
 
-// offlineWords lowercases text and splits it into words of letters and
+// offlineScanner lowercases text and splits it into words of letters and
 // digits. Apostrophes inside a word are dropped and a possessive "'s" is
 // cut, so "Alice's" and "Alice" agree and "don't" becomes "dont".
-// apostrophes drops the apostrophes left inside a word.
-var apostrophes = strings.NewReplacer("'", "", "’", "")
+type offlineScanner struct {
+	text       string
+	pos        int
+	start, end int // the bytes of text the last word was read from
+}
 
-func offlineWords(text string) []string {
-	var out []string
-	var b strings.Builder
-	flush := func() {
-		if b.Len() == 0 {
-			return
+// next returns the next word between '<' and '>', written over buf's
+// capacity. same reports whether the word is spelt exactly as
+// text[s.start:s.end] (no capital, no apostrophe).
+func (s *offlineScanner) next(buf []byte) (padded []byte, same, ok bool) {
+	for s.pos < len(s.text) {
+		b := buf[:0]
+		b = append(b, '<')
+		s.start = -1
+		same = true
+		apos := false
+		// A word ends at the first rune that is neither a letter, a digit
+		// nor an apostrophe after one of them; that rune is consumed.
+		for s.pos < len(s.text) {
+			r, size := utf8.DecodeRuneInString(s.text[s.pos:])
+			at := s.pos
+			s.pos += size
+			if r < utf8.RuneSelf && ('a' <= r && r <= 'z' || '0' <= r && r <= '9') {
+				// Lowercase ASCII letters and digits: unicode's answer, sooner.
+			} else if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				if l := unicode.ToLower(r); l != r {
+					r, same = l, false
+				}
+			} else if (r == '\'' || r == '’') && len(b) > 1 {
+				apos, same = true, false
+			} else {
+				break
+			}
+			if s.start < 0 {
+				s.start = at
+			}
+			s.end = s.pos
+			b = utf8.AppendRune(b, r)
 		}
-		w := b.String()
-		b.Reset()
-		if strings.HasSuffix(w, "'s") || strings.HasSuffix(w, "’s") {
-			w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
+		buf = b
+		if len(b) == 1 {
+			continue
 		}
-		if strings.ContainsAny(w, "'’") {
-			w = apostrophes.Replace(w)
+		w := b[1:]
+		if apos {
+			if bytes.HasSuffix(w, []byte("'s")) || bytes.HasSuffix(w, []byte("’s")) {
+				w = bytes.TrimSuffix(bytes.TrimSuffix(w, []byte("'s")), []byte("’s"))
+			}
+			// Drop the apostrophes left, in place.
+			k := 0
+			for i := 0; i < len(w); {
+				switch {
+				case w[i] == '\'':
+					i++
+				case bytes.HasPrefix(w[i:], []byte("’")):
+					i += len("’")
+				default:
+					w[k] = w[i]
+					k, i = k+1, i+1
+				}
+			}
+			w = w[:k]
 		}
-		if w != "" {
-			out = append(out, w)
+		if len(w) == 0 {
+			continue
 		}
+		b = append(b[:1+len(w)], '>')
+		return b, same, true
 	}
-	for _, r := range text {
-		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(unicode.ToLower(r))
-		case (r == '\'' || r == '’') && b.Len() > 0:
-			b.WriteRune(r)
-		default:
-			flush()
-		}
-	}
-	flush()
-	return out
+	return nil, false, false
 }
 
 // Stem strips common English inflectional suffixes from a lowercase word
@@ -226,42 +325,82 @@ func offlineWords(text string) []string {
 // words up and it leaves short words alone, trading some missed matches for
 // never merging unrelated words.
 func Stem(w string) string {
-	if utf8.RuneCountInString(w) <= 3 {
-		return w
+	n, y := stemLen(w, utf8.RuneCountInString(w))
+	if y {
+		return w[:n] + "y"
 	}
-	switch {
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		w = w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"):
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
-	case strings.HasSuffix(w, "s"):
-		w = w[:len(w)-1]
-	}
-	switch {
-	case strings.HasSuffix(w, "ied") && len(w) > 4:
-		w = w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "ing") && len(w) > 5:
-		w = undouble(w[:len(w)-3])
-	case strings.HasSuffix(w, "ed") && len(w) > 4:
-		w = undouble(w[:len(w)-2])
-	case strings.HasSuffix(w, "ly") && len(w) > 5:
-		w = w[:len(w)-2]
-	}
-	if strings.HasSuffix(w, "e") && len(w) > 3 {
-		w = w[:len(w)-1]
-	}
-	return w
+	return w[:n]
 }
 
-// undouble turns "runn" into "run" and "stopp" into "stop", but keeps
-// "ll", "ss" and "zz", which English doubles in the stem itself ("fill").
-func undouble(w string) string {
-	n := len(w)
-	if n >= 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeioulsz", rune(w[n-1])) {
-		return w[:n-1]
+// stemLen is Stem without building the stem: Stem(w) is w[:n] followed by
+// "y" when y. runes is w's rune count.
+func stemLen[S string | []byte](w S, runes int) (n int, y bool) {
+	n = len(w)
+	if runes <= 3 {
+		return n, false
 	}
-	return w
+	// The stem so far is w[:n] followed by "y" when y; its length is l.
+	l := func() int {
+		if y {
+			return n + 1
+		}
+		return n
+	}
+	has := func(suffix string) bool {
+		k := l() - len(suffix)
+		if k < 0 {
+			return false
+		}
+		for i := 0; i < len(suffix); i++ {
+			c := byte('y')
+			if j := k + i; j < n {
+				c = w[j]
+			}
+			if c != suffix[i] {
+				return false
+			}
+		}
+		return true
+	}
+	// The first switch starts from w itself (y is false).
+	switch {
+	case has("ies") && n > 4:
+		n, y = n-3, true
+	case has("sses"):
+		n -= 2
+	case has("ss"), has("us"), has("is"):
+	case has("s"):
+		n--
+	}
+	// When y the stem ends in "y": of the endings below only "ly" can match.
+	switch {
+	case has("ied") && l() > 4:
+		n, y = n-3, true
+	case has("ing") && l() > 5:
+		n = undoubleLen(w, n-3)
+	case has("ed") && l() > 4:
+		n = undoubleLen(w, n-2)
+	case has("ly") && l() > 5:
+		if y {
+			n, y = n-1, false
+		} else {
+			n -= 2
+		}
+	}
+	if has("e") && l() > 3 {
+		n-- // y is false: the stem ends in "e"
+	}
+	return n, y
+}
+
+// undoubleLen turns "runn" into "run" and "stopp" into "stop", but keeps
+// "ll", "ss" and "zz", which English doubles in the stem itself ("fill"):
+// it returns the length of w[:n] undoubled.
+func undoubleLen[S string | []byte](w S, n int) int {
+	if n >= 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeioulsz", rune(w[n-1])) {
+		return n - 1
+	}
+	return n
 }
 
 // offlineStopWords are English function words, too frequent to say what a
