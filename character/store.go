@@ -820,37 +820,52 @@ func (s *Store) ConsumeEvents(ctx context.Context, id string, seqs []int64, tick
 		return nil
 	}
 	now := time.Now().UTC()
+	if s.inTx {
+		// The caller's transaction: its prepared statement needs only
+		// s.db, and the gorm session that carries ctx is made only for
+		// the ordinary way.
+		return s.consume(ctx, s.db, false, id, seqs, now, tick, msgID)
+	}
 	// In a transaction so that a refused call leaves the events it could
 	// have consumed pending.
 	return s.atomically(ctx, func(tx *gorm.DB) error {
-		var n int64
-		if st, ok := s.prep.Stmt(ctx, tx, consumeSQL(len(seqs))); ok {
-			args := make([]any, 0, 4+len(seqs))
-			args = append(args, now, tick, msgID, id)
-			for _, seq := range seqs {
-				args = append(args, seq)
-			}
-			res, err := st.ExecContext(ctx, args...)
-			if err == nil {
-				n, err = res.RowsAffected()
-			}
-			if err != nil {
-				return fmt.Errorf("consume events of %q: %w", id, err)
-			}
-		} else {
-			res := tx.Model(&Event{}).
-				Where("character_id = ? AND seq IN ? AND consumed_at IS NULL", id, seqs).
-				Updates(map[string]any{"consumed_at": now, "consumed_tick": tick, "message_id": msgID})
-			if res.Error != nil {
-				return fmt.Errorf("consume events of %q: %w", id, res.Error)
-			}
-			n = res.RowsAffected
-		}
-		if int(n) != len(seqs) {
-			return fmt.Errorf("consume events of %q: %d of %d were already consumed", id, len(seqs)-int(n), len(seqs))
-		}
-		return nil
+		return s.consume(ctx, tx, true, id, seqs, now, tick, msgID)
 	})
+}
+
+// consume is ConsumeEvents in the transaction tx, which carries ctx for
+// gorm's statements when hasCtx.
+func (s *Store) consume(ctx context.Context, tx *gorm.DB, hasCtx bool, id string, seqs []int64, now time.Time, tick, msgID int64) error {
+	var n int64
+	if st, ok := s.prep.Stmt(ctx, tx, consumeSQL(len(seqs))); ok {
+		args := make([]any, 0, 4+len(seqs))
+		args = append(args, now, tick, msgID, id)
+		for _, seq := range seqs {
+			args = append(args, seq)
+		}
+		res, err := st.ExecContext(ctx, args...)
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err != nil {
+			return fmt.Errorf("consume events of %q: %w", id, err)
+		}
+	} else {
+		if !hasCtx {
+			tx = tx.WithContext(ctx)
+		}
+		res := tx.Model(&Event{}).
+			Where("character_id = ? AND seq IN ? AND consumed_at IS NULL", id, seqs).
+			Updates(map[string]any{"consumed_at": now, "consumed_tick": tick, "message_id": msgID})
+		if res.Error != nil {
+			return fmt.Errorf("consume events of %q: %w", id, res.Error)
+		}
+		n = res.RowsAffected
+	}
+	if int(n) != len(seqs) {
+		return fmt.Errorf("consume events of %q: %d of %d were already consumed", id, len(seqs)-int(n), len(seqs))
+	}
+	return nil
 }
 
 // consumeSQL is ConsumeEvents' statement for n events (SQLite).
