@@ -55,7 +55,7 @@ func (s *Store) atomically(ctx context.Context, fn func(tx *gorm.DB) error) erro
 	if s.inTx {
 		return fn(s.q(ctx))
 	}
-	return s.q(ctx).Transaction(fn)
+	return store.RunTransaction(ctx, s.db, fn)
 }
 
 // DB returns the handle the Store uses (a transaction inside WithTx).

@@ -63,7 +63,7 @@ func (s *Store) atomically(ctx context.Context, fn func(tx *gorm.DB) error) erro
 	if s.inTx {
 		return fn(s.q(ctx))
 	}
-	return s.q(ctx).Transaction(fn)
+	return store.RunTransaction(ctx, s.db, fn)
 }
 
 func (s *Store) q(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
