@@ -79,20 +79,82 @@ func TestHotReadsReadAsTheOrdinaryOnes(t *testing.T) {
 			t.Errorf("%s (-ordinary +hot):\n%s", name, diff)
 		}
 	}
-	err = s.DB().Transaction(func(tx *gorm.DB) error {
-		ordinary = s.WithTx(tx)
-		for _, ents := range [][]string{{"alice"}, {"Alice", "carol", "nobody"}, {"bob", "carol", "dora", "@p-7", "alice"}, {"nobody"}} {
-			check(t, "Profiles", func(s *character.Store) (any, error) { return s.Profiles(ctx, "brom", ents...) })
-		}
-		for _, limit := range []int{1, 2, 5} {
-			check(t, "PendingEvents", func(s *character.Store) (any, error) { return s.PendingEvents(ctx, "brom", limit) })
-		}
-		check(t, "Intake", func(s *character.Store) (any, error) { return s.Intake(ctx, "brom") })
-		check(t, "PendingEvents of an NPC without any", func(s *character.Store) (any, error) { return s.PendingEvents(ctx, "mara", 5) })
-		return nil
-	})
-	if err != nil {
+	if err := s.UpdateState(ctx, "brom", map[string]any{"game_time": at.Add(time.Minute), "last_sleep_at": at.Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
+	}
+	reads := func(t *testing.T) {
+		err = s.DB().Transaction(func(tx *gorm.DB) error {
+			ordinary = s.WithTx(tx)
+			for _, ents := range [][]string{{"alice"}, {"Alice", "carol", "nobody"}, {"bob", "carol", "dora", "@p-7", "alice"}, {"nobody"}} {
+				check(t, "Profiles", func(s *character.Store) (any, error) { return s.Profiles(ctx, "brom", ents...) })
+			}
+			for _, limit := range []int{1, 2, 5} {
+				check(t, "PendingEvents", func(s *character.Store) (any, error) { return s.PendingEvents(ctx, "brom", limit) })
+			}
+			check(t, "Intake", func(s *character.Store) (any, error) { return s.Intake(ctx, "brom") })
+			check(t, "PendingEvents of an NPC without any", func(s *character.Store) (any, error) { return s.PendingEvents(ctx, "mara", 5) })
+			for _, id := range []string{"brom", "mara"} {
+				check(t, "State", func(s *character.Store) (any, error) { return s.State(ctx, id) })
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// AdvanceState returns the times it leaves as State reads them.
+		want, err := s.State(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got character.State
+		err = s.DB().Transaction(func(tx *gorm.DB) error {
+			got, _, err = s.WithTx(tx).AdvanceState(ctx, "brom", map[string]any{"tick": want.State.Tick + 1}, character.HistoryDelta{}, 0)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.State.Tick++
+		if diff := cmp.Diff(want.State, got); diff != "" {
+			t.Errorf("AdvanceState (-State +AdvanceState):\n%s", diff)
+		}
+	}
+	reads(t)
+	if !store.IsSQLite(s.DB()) {
+		return
+	}
+	// Older rows hold their times in the other layouts SQLite's driver
+	// reads; they read as they did. Each layout is made of the one
+	// written, the last one for good.
+	columns := map[string][]string{
+		"characters": {"game_time", "last_sleep_at", "created_at", "updated_at"},
+		"events":     {"at", "received_at", "consumed_at"},
+		"profiles":   {"first_seen", "last_seen", "updated_at"},
+		"facts":      {"valid_from", "superseded_at", "created_at"},
+	}
+	for _, layout := range []struct{ name, from, to string }{
+		{"time.Time.String", "+00:00", " +0000 UTC"},
+		{"T", " ", "T"},
+		{"Z", "+00:00", "Z"},
+		{"no zone", "+00:00", ""},
+	} {
+		rewrite := func(t *testing.T, from, to string) {
+			for table, cols := range columns {
+				for _, col := range cols {
+					q := fmt.Sprintf("UPDATE %s SET %s = replace(%s, ?, ?)", table, col, col)
+					if err := s.DB().Exec(q, from, to).Error; err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		t.Run(layout.name, func(t *testing.T) {
+			rewrite(t, layout.from, layout.to)
+			reads(t)
+			if layout.to != "" {
+				rewrite(t, layout.to, layout.from) // back to the layout written
+			}
+		})
 	}
 }
 

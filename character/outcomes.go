@@ -41,8 +41,11 @@ const outcomeFeedLock = 0x6e70636466656564 // "npcdfeed"
 // turn, it must be that transaction's last write (see outcomeFeedLock). A
 // key the NPC already used is refused with ErrDuplicateKey.
 func (s *Store) AddOutcome(ctx context.Context, o *TickOutcome) error {
-	q := s.q(ctx)
-	if q.Dialector.Name() == "postgres" {
+	// The gorm session that carries ctx is made only for the statements
+	// that run through gorm, not for the prepared insert.
+	var q *gorm.DB
+	if s.db.Dialector.Name() == "postgres" {
+		q = s.q(ctx)
 		if err := q.Exec("SELECT pg_advisory_xact_lock(?)", int64(outcomeFeedLock)).Error; err != nil {
 			return fmt.Errorf("record outcome of tick %d of %q: %w", o.Tick, o.CharacterID, err)
 		}
@@ -51,6 +54,9 @@ func (s *Store) AddOutcome(ctx context.Context, o *TickOutcome) error {
 	if st, ok := s.prep.Stmt(ctx, s.db, addOutcomeSQL); ok {
 		err = st.QueryRowContext(ctx, o.CharacterID, o.Tick, o.Key, o.Idle, o.At, o.Body).Scan(&o.ID)
 	} else {
+		if q == nil {
+			q = s.q(ctx)
+		}
 		err = q.Create(o).Error
 	}
 	if err != nil {

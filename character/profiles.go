@@ -469,9 +469,10 @@ func (s *Store) Facts(ctx context.Context, id, entity string, current bool) ([]F
 func clip(s string, n int) string { return text.Truncate(strings.TrimSpace(s), n) }
 
 // presentSQL reads the profiles of n keys of an NPC with their current
-// facts in one statement (SQLite): a profile without facts is one row with
-// the fact's columns null, a profile with facts one row per fact, ordered
-// as Profiles orders them.
+// facts in one statement (SQLite, its times read as text: see
+// store.TimeText): a profile without facts is one row with the fact's
+// columns null, a profile with facts one row per fact, ordered as
+// Profiles orders them.
 func presentSQL(n int) string {
 	if n < len(presentSQLs) && presentSQLs[n] != "" {
 		return presentSQLs[n]
@@ -488,8 +489,8 @@ var presentSQLs = func() (out [65]string) {
 }()
 
 func buildPresentSQL(n int) string {
-	return "SELECT p.id,p.entity,p.name,p.kind,p.description,p.relationship,p.mentions,p.first_seen,p.last_seen,p.updated_at," +
-		"f.id,f.\"key\",f.content,f.source,f.sources,f.valid_from,f.superseded_at,f.superseded_by,f.created_at " +
+	return "SELECT p.id,p.entity,p.name,p.kind,p.description,p.relationship,p.mentions,+p.first_seen,+p.last_seen,+p.updated_at," +
+		"f.id,f.\"key\",f.content,f.source,f.sources,+f.valid_from,+f.superseded_at,f.superseded_by,+f.created_at " +
 		"FROM profiles p LEFT JOIN facts f ON f.character_id = p.character_id AND f.entity = p.entity AND f.superseded_at IS NULL " +
 		"WHERE p.character_id = ? AND p.entity IN (?" + strings.Repeat(",?", n-1) + ") ORDER BY p.entity, f.id"
 }
@@ -512,8 +513,10 @@ func scanPresent(ctx context.Context, stmt *sql.Stmt, id string, keys []string) 
 		var fid, by sql.NullInt64
 		var key, content, source, sources sql.NullString
 		var from, created, superseded sql.NullTime
-		if err := rows.Scan(&p.ID, &p.Entity, &p.Name, &p.Kind, &p.Description, &p.Relationship, &p.Mentions, &p.FirstSeen,
-			&p.LastSeen, &p.UpdatedAt, &fid, &key, &content, &source, &sources, &from, &superseded, &by, &created); err != nil {
+		if err := rows.Scan(&p.ID, &p.Entity, &p.Name, &p.Kind, &p.Description, &p.Relationship, &p.Mentions,
+			store.TimeText{T: &p.FirstSeen}, store.TimeText{T: &p.LastSeen}, store.TimeText{T: &p.UpdatedAt}, &fid, &key, &content,
+			&source, &sources, store.NullTimeText{T: &from}, store.NullTimeText{T: &superseded}, &by,
+			store.NullTimeText{T: &created}); err != nil {
 			return nil, err
 		}
 		if n := len(ps); n == 0 || ps[n-1].ID != p.ID {

@@ -55,7 +55,7 @@ func (s *Store) atomically(ctx context.Context, fn func(tx *gorm.DB) error) erro
 	if s.inTx {
 		return fn(s.q(ctx))
 	}
-	return s.q(ctx).Transaction(fn)
+	return store.RunTransaction(ctx, s.db, fn)
 }
 
 // DB returns the handle the Store uses (a transaction inside WithTx).
@@ -426,7 +426,7 @@ func (s *Store) advance(ctx context.Context, id string, cols map[string]any, d H
 		}
 	}
 	b = append(b, " WHERE id = ? RETURNING "...)
-	b = append(b, stateList...)
+	b = append(b, stateReturning...)
 	st, ok := s.prep.Stmt(ctx, s.db, advanceText(b))
 	if !ok {
 		return s.UpdateStateReturning(ctx, id, advanceSet(cols, d, held, next, other))
@@ -435,7 +435,7 @@ func (s *Store) advance(ctx context.Context, id string, cols map[string]any, d H
 	var note sql.NullString
 	err := st.QueryRowContext(ctx, append(args, id)...).Scan(&out.Tick, &out.Turn, &out.LiveTokens, &out.SummaryTokens,
 		&out.LiveMessages, &out.ArchivedMessages, &out.SystemTokens, &out.ToolTokens, &out.Compactions, &out.Awaiting,
-		&out.Resume, &out.GameTime, &out.LastSleepAt, &out.SleepMark, &out.HistoryRev, &note)
+		&out.Resume, store.TimeText{T: &out.GameTime}, store.TimePtrText{T: &out.LastSleepAt}, &out.SleepMark, &out.HistoryRev, &note)
 	if errors.Is(err, sql.ErrNoRows) {
 		return State{}, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
 	}
@@ -511,6 +511,16 @@ var stateList = func() string {
 		panic("character: State's columns changed; update advance: " + got)
 	}
 	return want
+}()
+
+// stateReturning is stateList with its time columns read as text (see
+// store.TimeText).
+var stateReturning = func() string {
+	r := strings.Replace(stateList, ",game_time,last_sleep_at,", ",+game_time,+last_sleep_at,", 1)
+	if r == stateList {
+		panic("character: State's time columns moved; update stateReturning")
+	}
+	return r
 }()
 
 // stateColumns are State's columns.
@@ -675,6 +685,13 @@ const stateSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages,
 	created_at, updated_at
 	FROM characters WHERE id = ?`
 
+// stateSQLite is stateSQL with its time columns read as text (see
+// store.TimeText), for its prepared statement on SQLite.
+const stateSQLite = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
+	tool_tokens, compactions, awaiting, resume, +game_time, +last_sleep_at, sleep_mark, history_rev, compaction_note,
+	+created_at, +updated_at
+	FROM characters WHERE id = ?`
+
 // State reads NPC id's whole state, its creation and its update time — not
 // its other settings — or returns ErrNotFound. Settings change only with
 // the update time (every PUT or PATCH sets it anew) and an NPC deleted and
@@ -686,10 +703,10 @@ func (s *Store) State(ctx context.Context, id string) (*Character, error) {
 	var gameTime sql.NullTime
 	dest := []any{&c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
-		&c.State.Resume, &gameTime, &c.State.LastSleepAt, &c.State.SleepMark, &c.State.HistoryRev, &note,
-		&c.CreatedAt, &c.UpdatedAt}
+		&c.State.Resume, store.NullTimeText{T: &gameTime}, store.TimePtrText{T: &c.State.LastSleepAt}, &c.State.SleepMark,
+		&c.State.HistoryRev, &note, store.TimeText{T: &c.CreatedAt}, store.TimeText{T: &c.UpdatedAt}}
 	var err error
-	if stmt := store.Stmt(ctx, s.hot, stateSQL); stmt != nil {
+	if stmt := store.Stmt(ctx, s.hot, stateSQLite); stmt != nil {
 		err = stmt.QueryRowContext(ctx, id).Scan(dest...)
 	} else {
 		err = s.q(ctx).Raw(stateSQL, id).Row().Scan(dest...)
@@ -741,8 +758,10 @@ func (s *Store) PendingEvents(ctx context.Context, id string, limit int) ([]Even
 	return evs, nil
 }
 
-// eventList is Event's columns in the order scanEvents scans them.
-const eventList = "seq,character_id,ref,kind,actor,actor_id,target,text,room,at,received_at,consumed_at,consumed_tick,message_id"
+// eventList is Event's columns in the order scanEvents scans them, its
+// times read as text (see store.TimeText; the statements that select it
+// are SQLite's).
+const eventList = "seq,character_id,ref,kind,actor,actor_id,target,text,room,+at,+received_at,+consumed_at,consumed_tick,message_id"
 
 // pendingEventsSQL reads up to limit pending events of an NPC (SQLite). The
 // limit is written in the text, not bound: a tick's limit is the engine's
@@ -763,7 +782,8 @@ func scanEvents(ctx context.Context, stmt *sql.Stmt, args ...any) ([]Event, erro
 	for rows.Next() {
 		var e Event
 		if err := rows.Scan(&e.Seq, &e.CharacterID, &e.Ref, &e.Kind, &e.Actor, &e.ActorID, &e.Target, &e.Text, &e.Room,
-			&e.At, &e.ReceivedAt, &e.ConsumedAt, &e.ConsumedTick, &e.MessageID); err != nil {
+			store.TimeText{T: &e.At}, store.TimeText{T: &e.ReceivedAt}, store.TimePtrText{T: &e.ConsumedAt}, &e.ConsumedTick,
+			&e.MessageID); err != nil {
 			return nil, err
 		}
 		evs = append(evs, e)
@@ -849,37 +869,52 @@ func (s *Store) ConsumeEvents(ctx context.Context, id string, seqs []int64, tick
 		return nil
 	}
 	now := time.Now().UTC()
+	if s.inTx {
+		// The caller's transaction: its prepared statement needs only
+		// s.db, and the gorm session that carries ctx is made only for
+		// the ordinary way.
+		return s.consume(ctx, s.db, false, id, seqs, now, tick, msgID)
+	}
 	// In a transaction so that a refused call leaves the events it could
 	// have consumed pending.
 	return s.atomically(ctx, func(tx *gorm.DB) error {
-		var n int64
-		if st, ok := s.prep.Stmt(ctx, tx, consumeSQL(len(seqs))); ok {
-			args := make([]any, 0, 4+len(seqs))
-			args = append(args, now, tick, msgID, id)
-			for _, seq := range seqs {
-				args = append(args, seq)
-			}
-			res, err := st.ExecContext(ctx, args...)
-			if err == nil {
-				n, err = res.RowsAffected()
-			}
-			if err != nil {
-				return fmt.Errorf("consume events of %q: %w", id, err)
-			}
-		} else {
-			res := tx.Model(&Event{}).
-				Where("character_id = ? AND seq IN ? AND consumed_at IS NULL", id, seqs).
-				Updates(map[string]any{"consumed_at": now, "consumed_tick": tick, "message_id": msgID})
-			if res.Error != nil {
-				return fmt.Errorf("consume events of %q: %w", id, res.Error)
-			}
-			n = res.RowsAffected
-		}
-		if int(n) != len(seqs) {
-			return fmt.Errorf("consume events of %q: %d of %d were already consumed", id, len(seqs)-int(n), len(seqs))
-		}
-		return nil
+		return s.consume(ctx, tx, true, id, seqs, now, tick, msgID)
 	})
+}
+
+// consume is ConsumeEvents in the transaction tx, which carries ctx for
+// gorm's statements when hasCtx.
+func (s *Store) consume(ctx context.Context, tx *gorm.DB, hasCtx bool, id string, seqs []int64, now time.Time, tick, msgID int64) error {
+	var n int64
+	if st, ok := s.prep.Stmt(ctx, tx, consumeSQL(len(seqs))); ok {
+		args := make([]any, 0, 4+len(seqs))
+		args = append(args, now, tick, msgID, id)
+		for _, seq := range seqs {
+			args = append(args, seq)
+		}
+		res, err := st.ExecContext(ctx, args...)
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err != nil {
+			return fmt.Errorf("consume events of %q: %w", id, err)
+		}
+	} else {
+		if !hasCtx {
+			tx = tx.WithContext(ctx)
+		}
+		res := tx.Model(&Event{}).
+			Where("character_id = ? AND seq IN ? AND consumed_at IS NULL", id, seqs).
+			Updates(map[string]any{"consumed_at": now, "consumed_tick": tick, "message_id": msgID})
+		if res.Error != nil {
+			return fmt.Errorf("consume events of %q: %w", id, res.Error)
+		}
+		n = res.RowsAffected
+	}
+	if int(n) != len(seqs) {
+		return fmt.Errorf("consume events of %q: %d of %d were already consumed", id, len(seqs)-int(n), len(seqs))
+	}
+	return nil
 }
 
 // consumeSQL is ConsumeEvents' statement for n events (SQLite).

@@ -479,6 +479,22 @@ func TestPendingAndConsumeEvents(t *testing.T) {
 	if n, _ := s.PendingCount(ctx, "brom"); n != 2 {
 		t.Errorf("PendingCount after refused consumes = %d, want 2", n)
 	}
+	// So it does in a caller's transaction, and with the caller's context
+	// ended even a pending event is not consumed.
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, c := range []struct {
+		ctx  context.Context
+		seqs []int64
+	}{{ctx, []int64{first[0].Seq}}, {ctx, []int64{rest[0].Seq, first[1].Seq}}, {canceled, []int64{rest[0].Seq}}} {
+		err := s.DB().Transaction(func(tx *gorm.DB) error { return s.WithTx(tx).ConsumeEvents(c.ctx, "brom", c.seqs, 8, 43) })
+		if err == nil {
+			t.Errorf("ConsumeEvents(%v) in a transaction succeeded", c.seqs)
+		}
+	}
+	if n, _ := s.PendingCount(ctx, "brom"); n != 2 {
+		t.Errorf("PendingCount after refused consumes in a transaction = %d, want 2", n)
+	}
 	// Another NPC cannot consume brom's events.
 	if err := s.ConsumeEvents(ctx, "mara", []int64{rest[0].Seq}, 1, 1); err == nil {
 		t.Errorf("mara consumed brom's event")

@@ -368,7 +368,7 @@ func (s *Store) loadRows(ctx context.Context, npc string, kind itemKind, ids []i
 	if s.onLoad != nil {
 		s.onLoad(kind)
 	}
-	rows, err := s.hotQuery(ctx, loadQuery(kind, len(ids)), idArgs(ids)...)
+	rows, err := s.hotQuery(ctx, loadQuery(kind, len(ids), store.IsSQLite(s.db)), idArgs(ids)...)
 	if err != nil {
 		return fmt.Errorf("read %s of %q: %w", kindNames[kind], npc, err)
 	}
@@ -385,9 +385,9 @@ func (s *Store) loadRows(ctx context.Context, npc string, kind itemKind, ids []i
 	for rows.Next() {
 		switch kind {
 		case kindMessage:
-			err = rows.Scan(&id, &owner, &summary, &content, &src, &gameTime)
+			err = rows.Scan(&id, &owner, &summary, &content, &src, store.TimeText{T: &gameTime})
 		default:
-			err = rows.Scan(&id, &owner, &content, &src, &gameTime, &importance)
+			err = rows.Scan(&id, &owner, &content, &src, store.TimeText{T: &gameTime}, &importance)
 		}
 		if err != nil {
 			return fmt.Errorf("read %s of %q: %w", kindNames[kind], npc, err)

@@ -30,18 +30,36 @@ func (s *Store) hotQuery(ctx context.Context, query string, args ...any) (*sql.R
 const newMemoriesSQL = `SELECT id, content, entity, importance, game_time, superseded_by, embedding, embed_model
 	FROM memories WHERE character_id = ? AND rev > ? ORDER BY id`
 
+// newMemoriesSQLite is newMemoriesSQL on SQLite, the time read as text
+// (see store.TimeText).
+const newMemoriesSQLite = `SELECT id, content, entity, importance, +game_time, superseded_by, embedding, embed_model
+	FROM memories WHERE character_id = ? AND rev > ? ORDER BY id`
+
+// sqliteText returns sqliteQuery, a statement whose times are read as text
+// (see store.TimeText), on SQLite, else query, the same statement reading
+// them as they are.
+func (s *Store) sqliteText(sqliteQuery, query string) string {
+	if store.IsSQLite(s.db) {
+		return sqliteQuery
+	}
+	return query
+}
+
 // maxLoadIDs bounds the ids of one result read; longer lists are read in
 // parts.
 const maxLoadIDs = 256
 
 // loadSQL holds, for each kind of item and each padded length n (a power of
 // two up to maxLoadIDs, at index log2 n), the statement that reads the
-// rows of n ids as results show them.
-var loadSQL = func() (out [3][]string) {
+// rows of n ids as results show them; loadSQLite the same statements on
+// SQLite, their times read as text (see store.TimeText).
+var loadSQL, loadSQLite = buildLoadSQL("game_time"), buildLoadSQL("+game_time")
+
+func buildLoadSQL(gameTime string) (out [3][]string) {
 	heads := [3]string{
-		kindMemory:  "SELECT id, character_id, content, sources, game_time, importance FROM memories WHERE id IN (",
-		kindJournal: "SELECT id, character_id, content, sources, game_time, importance FROM entries WHERE id IN (",
-		kindMessage: "SELECT id, character_id, summary, content, event_refs, game_time FROM messages WHERE id IN (",
+		kindMemory:  "SELECT id, character_id, content, sources, " + gameTime + ", importance FROM memories WHERE id IN (",
+		kindJournal: "SELECT id, character_id, content, sources, " + gameTime + ", importance FROM entries WHERE id IN (",
+		kindMessage: "SELECT id, character_id, summary, content, event_refs, " + gameTime + " FROM messages WHERE id IN (",
 	}
 	for k, head := range heads {
 		for n := 1; n <= maxLoadIDs; n *= 2 {
@@ -49,14 +67,18 @@ var loadSQL = func() (out [3][]string) {
 		}
 	}
 	return out
-}()
+}
 
 // loadQuery returns the statement reading the rows of ids, a list whose
-// length is a power of two up to maxLoadIDs, of items of kind k.
-func loadQuery(k itemKind, n int) string {
+// length is a power of two up to maxLoadIDs, of items of kind k: from
+// loadSQLite when sqlite, else from loadSQL.
+func loadQuery(k itemKind, n int, sqlite bool) string {
 	i := 0
 	for 1<<i < n {
 		i++
+	}
+	if sqlite {
+		return loadSQLite[k][i]
 	}
 	return loadSQL[k][i]
 }

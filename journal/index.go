@@ -232,7 +232,7 @@ func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
 	// One statement tells what else changed and reads the new journal
 	// entries: the NPC's clock, its memory revision, and its entries above
 	// the newest indexed. Most searches read nothing more.
-	rows, err := r.store.hotQuery(ctx, marksSQL, x.npc, x.npc, x.npc, x.lastEntry)
+	rows, err := r.store.hotQuery(ctx, r.store.sqliteText(marksSQLite, marksSQL), x.npc, x.npc, x.npc, x.lastEntry)
 	if err != nil {
 		return fmt.Errorf("index %q: %w", x.npc, err)
 	}
@@ -247,7 +247,8 @@ func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
 		marked              bool
 	)
 	for rows.Next() {
-		if err := rows.Scan(&gameTime, &rev, &id, &content, &importance, &entryTime, &sources); err != nil {
+		if err := rows.Scan(store.NullTimeText{T: &gameTime}, &rev, &id, &content, &importance, store.NullTimeText{T: &entryTime},
+			&sources); err != nil {
 			return fmt.Errorf("index %q: %w", x.npc, err)
 		}
 		marked = true
@@ -306,10 +307,24 @@ const marksSQL = `SELECT characters.game_time,
 	LEFT JOIN entries ON entries.character_id = ? AND entries.id > ?
 	ORDER BY entries.id`
 
+// marksSQLite is marksSQL on SQLite, the times read as text (see
+// store.TimeText).
+const marksSQLite = `SELECT +characters.game_time,
+	COALESCE((SELECT rev FROM memory_revs WHERE memory_revs.character_id = ?), 0),
+	entries.id, entries.content, entries.importance, +entries.game_time, entries.sources
+	FROM (SELECT 1 AS one) AS one LEFT JOIN characters ON characters.id = ?
+	LEFT JOIN entries ON entries.character_id = ? AND entries.id > ?
+	ORDER BY entries.id`
+
 // newMessagesSQL reads an NPC's searchable messages above an id. state IN
 // (...) lets SQLite seek the (character_id, state, id) index for both
 // states instead of walking every row of the NPC.
 const newMessagesSQL = `SELECT id, role, content, game_time, event_refs FROM messages
+	WHERE character_id = ? AND state IN (?, ?) AND id > ? AND summary = ? AND content <> '' AND role IN (?, ?, ?) ORDER BY id`
+
+// newMessagesSQLite is newMessagesSQL on SQLite, the time read as text (see
+// store.TimeText).
+const newMessagesSQLite = `SELECT id, role, content, +game_time, event_refs FROM messages
 	WHERE character_id = ? AND state IN (?, ?) AND id > ? AND summary = ? AND content <> '' AND role IN (?, ?, ?) ORDER BY id`
 
 func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
@@ -325,7 +340,7 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	for _, role := range searchableRoles {
 		args = append(args, role)
 	}
-	rows, err := r.store.hotQuery(ctx, newMessagesSQL, args...)
+	rows, err := r.store.hotQuery(ctx, r.store.sqliteText(newMessagesSQLite, newMessagesSQL), args...)
 	if err != nil {
 		return fmt.Errorf("index messages of %q: %w", x.npc, err)
 	}
@@ -333,7 +348,7 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	var msgs []msg
 	for rows.Next() {
 		var m msg
-		if err := rows.Scan(&m.ID, &m.Role, &m.Content, &m.GameTime, &m.EventRefs); err != nil {
+		if err := rows.Scan(&m.ID, &m.Role, &m.Content, store.TimeText{T: &m.GameTime}, &m.EventRefs); err != nil {
 			return fmt.Errorf("index messages of %q: %w", x.npc, err)
 		}
 		msgs = append(msgs, m)
@@ -379,7 +394,7 @@ func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex, rev int64) er
 	case rev == x.memRev:
 		return nil
 	}
-	rows, err := r.store.hotQuery(ctx, newMemoriesSQL, x.npc, x.memRev)
+	rows, err := r.store.hotQuery(ctx, r.store.sqliteText(newMemoriesSQLite, newMemoriesSQL), x.npc, x.memRev)
 	if err != nil {
 		return fmt.Errorf("index memories of %q: %w", x.npc, err)
 	}
@@ -394,7 +409,7 @@ func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex, rev int64) er
 		embedding     sql.RawBytes
 	)
 	for rows.Next() {
-		if err := rows.Scan(&id, &content, &entity, &importance, &gameTime, &supersededBy, &embedding, &model); err != nil {
+		if err := rows.Scan(&id, &content, &entity, &importance, store.TimeText{T: &gameTime}, &supersededBy, &embedding, &model); err != nil {
 			return fmt.Errorf("index memories of %q: %w", x.npc, err)
 		}
 		sup := supersededBy.Int64

@@ -63,7 +63,7 @@ func (s *Store) atomically(ctx context.Context, fn func(tx *gorm.DB) error) erro
 	if s.inTx {
 		return fn(s.q(ctx))
 	}
-	return s.q(ctx).Transaction(fn)
+	return store.RunTransaction(ctx, s.db, fn)
 }
 
 func (s *Store) q(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
@@ -136,13 +136,14 @@ func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
 		}
 		e.Content = s.Ground(e.Content, e.GameTime)
 	}
-	db := s.q(ctx)
-	if done, err := s.insertEntries(ctx, db, entries); err != nil {
+	// The prepared statement needs only the transaction s.db holds; the
+	// gorm session that carries ctx is made only for the ordinary way.
+	if done, err := s.insertEntries(ctx, s.db, entries); err != nil {
 		return fmt.Errorf("add journal entries for %q: %w", id, err)
 	} else if done {
 		return nil
 	}
-	if err := db.CreateInBatches(entries, 100).Error; err != nil {
+	if err := s.q(ctx).CreateInBatches(entries, 100).Error; err != nil {
 		return fmt.Errorf("add journal entries for %q: %w", id, err)
 	}
 	return nil

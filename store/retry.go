@@ -29,7 +29,7 @@ func Retryable(err error) bool {
 func Transaction(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) error) error {
 	var err error
 	for try := 0; try < 3; try++ {
-		if err = db.WithContext(ctx).Transaction(fn); !Retryable(err) {
+		if err = RunTransaction(ctx, db, fn); !Retryable(err) {
 			return err
 		}
 	}

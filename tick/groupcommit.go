@@ -184,7 +184,7 @@ func (c *committer) run(group []*commitJob) int {
 // the transaction itself has index -1.
 func (c *committer) tx(jobs []*commitJob) (bad int, err error) {
 	bad = -1
-	err = c.db.WithContext(context.Background()).Transaction(func(tx *gorm.DB) error {
+	err = store.RunTransaction(context.Background(), c.db, func(tx *gorm.DB) error {
 		for i, j := range jobs {
 			// The member's context ends its wait, not its statements: an
 			// interrupted statement would roll back the whole group.
