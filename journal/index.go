@@ -212,14 +212,54 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 	if len(v) != x.dims {
 		return fmt.Errorf("%w: vector of %d dimensions, the index holds %d", ErrEmbedding, len(v), x.dims)
 	}
+	copy(x.vecs.row(int(p)), v)
+	x.vecSet(p)
+	return nil
+}
+
+// vecSet ends the storing of item p's vector, written in its row: the row
+// made a unit vector, p no longer pending.
+func (x *npcIndex) vecSet(p int32) {
 	row := x.vecs.row(int(p))
-	copy(row, v)
 	unit(row)
 	if !finite(row) {
 		x.nonFinite = true
 	}
 	delete(x.pending, p)
-	return nil
+}
+
+// embedInPlace gives the items of ps that are no memories their vectors,
+// written by the embedder straight into their rows, when it is a local
+// lexical one (weightedEmbedder) and the index's dimension count is known;
+// it returns the items left. Through Embed each vector would be allocated
+// and then copied. Memories keep the usual path: their vectors are also
+// stored with them.
+func (r *Retriever) embedInPlace(ctx context.Context, x *npcIndex, ps []int32) ([]int32, error) {
+	we, ok := r.embedder.(weightedEmbedder)
+	if !ok || x.dims == 0 {
+		return ps, nil
+	}
+	rest := ps[:0]
+	for i, p := range ps {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrEmbedding, err)
+			}
+		}
+		if x.items[p].kind == kindMemory {
+			rest = append(rest, p)
+			continue
+		}
+		row := x.vecs.row(int(p))
+		// row's capacity is its length: a vector of another size is
+		// written elsewhere.
+		if v := we.AppendWeightedVector(row[:0], x.pending[p], nil); len(v) != x.dims || &v[0] != &row[0] {
+			clear(row)
+			return nil, fmt.Errorf("%w: vector of %d dimensions, the index holds %d", ErrEmbedding, len(v), x.dims)
+		}
+		x.vecSet(p)
+	}
+	return rest, nil
 }
 
 // refresh brings the index up to date with the database: new messages and
@@ -497,6 +537,12 @@ func (r *Retriever) embedPending(ctx context.Context, x *npcIndex, query string,
 	}
 	if len(ps) > limit {
 		ps = ps[:limit]
+	}
+	if !persist {
+		var err error
+		if ps, err = r.embedInPlace(ctx, x, ps); err != nil {
+			return nil, err
+		}
 	}
 	texts := make([]string, 0, len(ps)+1)
 	if query != "" {

@@ -1,6 +1,14 @@
 package journal
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"testing"
+
+	"github.com/npcd/npcd/llm"
+)
 
 // Rows keep what was written in them while the store grows past many
 // blocks, one row or many at a time, and new rows start at zero.
@@ -45,5 +53,54 @@ func TestRowStoreGrowsWithoutLosingRows(t *testing.T) {
 	}
 	if got, min := s.bytes(), int64(want*d*4); got < min {
 		t.Fatalf("bytes %d, below the %d the rows hold", got, min)
+	}
+}
+
+// A local lexical embedder writes the vectors of new messages straight into
+// the index's rows: each row holds, to the bit, what storing the
+// embedder's vector would (setVec), once the index knows its dimensions
+// and after.
+func TestEmbedInPlaceStoresWhatSetVecWould(t *testing.T) {
+	e := newEnv(t)
+	e.npc(t, "brom", t0)
+	r := e.retriever(t)
+	ctx := context.Background()
+	emb := r.embedder.(*llm.OfflineEmbedder)
+	for round := 0; round < 3; round++ {
+		var texts []string
+		for i := 0; i < 70; i++ {
+			texts = append(texts, fmt.Sprintf("alice says: round %d, line %d: the Smith's blue-steel sword, ÉTÉ, naïve café %d", round, i, i*i))
+		}
+		e.say(t, "brom", t0, texts, nil)
+		x, err := r.acquire(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting := maps.Clone(x.pending)
+		if len(waiting) < len(texts) {
+			r.release(x)
+			t.Fatalf("round %d: %d items wait for a vector, want at least %d", round, len(waiting), len(texts))
+		}
+		if _, err := r.embedPending(ctx, x, "", len(waiting)); err != nil {
+			r.release(x)
+			t.Fatal(err)
+		}
+		for p, text := range waiting {
+			want := make([]float32, x.dims)
+			copy(want, emb.Vector(text))
+			unit(want)
+			got := x.vecs.row(int(p))
+			for j := range want {
+				if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+					r.release(x)
+					t.Fatalf("round %d, item %d: dimension %d is %v, want %v", round, p, j, got[j], want[j])
+				}
+			}
+			if _, still := x.pending[p]; still {
+				r.release(x)
+				t.Fatalf("round %d: item %d still waits for its vector", round, p)
+			}
+		}
+		r.release(x)
 	}
 }
