@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/npcd/npcd/character"
@@ -47,28 +48,32 @@ type partSlot struct {
 	i int // the part
 }
 
-// collectScratch holds the maps collect fills, kept by an NPC's rowCache
-// from one search to the next so that they are not built again each time.
+// collectScratch holds the maps collect fills. They are pooled, not made
+// again each search: as many exist as searches run at once, whatever the
+// number of NPCs.
 type collectScratch struct {
 	byKey  map[string]partSlot
 	byRank map[int32]*group
 	loaded map[itemKey]*Result
 }
 
-// scratch returns c's collect maps, empty, or new ones sized for k results
-// when c is nil. A result holds a few merge keys (dedupKeys) and parts.
-func (c *rowCache) scratch(k int) *collectScratch {
-	if c == nil {
-		return &collectScratch{byKey: make(map[string]partSlot, 4*k), byRank: make(map[int32]*group, 2*k), loaded: make(map[itemKey]*Result, 2*k)}
-	}
-	sc := &c.collect
-	if sc.byKey == nil {
-		sc.byKey, sc.byRank, sc.loaded = make(map[string]partSlot, 4*k), make(map[int32]*group, 2*k), make(map[itemKey]*Result, 2*k)
+var collectScratches = sync.Pool{New: func() any {
+	return &collectScratch{byKey: map[string]partSlot{}, byRank: map[int32]*group{}, loaded: map[itemKey]*Result{}}
+}}
+
+// getScratch returns empty collect maps from the pool.
+func getScratch() *collectScratch { return collectScratches.Get().(*collectScratch) }
+
+// put empties sc and returns it to the pool. Maps grown past a search of
+// MaxK results are dropped instead.
+func (sc *collectScratch) put() {
+	if len(sc.byKey) > 8*MaxK {
+		return
 	}
 	clear(sc.byKey)
 	clear(sc.byRank)
 	clear(sc.loaded)
-	return sc
+	collectScratches.Put(sc)
 }
 
 // collect turns ranked candidates into up to k results, best first. It reads
@@ -89,7 +94,8 @@ func (c *rowCache) scratch(k int) *collectScratch {
 // Without parts, results leave Parts nil.
 func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window, cache *rowCache, parts bool) ([]Result, bool, error) {
 	var out []*group
-	sc := cache.scratch(k)
+	sc := getScratch()
+	defer sc.put()
 	byKey, byRank := sc.byKey, sc.byRank
 	missing := false
 	floor := -1.0

@@ -25,8 +25,6 @@ type rowCache struct {
 	// seq orders the uses of kept results, for dropping the least recently
 	// used first.
 	seq uint64
-	// collect is collect's scratch (see rowCache.scratch).
-	collect collectScratch
 }
 
 type keptResult struct {
