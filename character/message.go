@@ -79,8 +79,11 @@ func (m *Message) PromptTokens() int {
 // as head and tail with the id to recall the rest.
 func (m *Message) Prompt() llm.Message {
 	out := llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
-	for _, tc := range m.ToolCalls.V {
-		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Args})
+	if n := len(m.ToolCalls.V); n > 0 {
+		out.ToolCalls = make([]llm.ToolCall, n)
+		for i, tc := range m.ToolCalls.V {
+			out.ToolCalls[i] = llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Args}
+		}
 	}
 	switch {
 	case m.Masked:

@@ -47,9 +47,16 @@ var kindWeight = map[string]int{
 // scores an entry, and it is deterministic.
 func Importance(kind, text string) int {
 	score := 2 + kindWeight[strings.ToLower(kind)]
-	fields := strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' })
 	var stakes, requests, small, names, numbers, disclosures, self int
-	for i, f := range fields {
+	// The fields of text are its runs of letters, digits and apostrophes
+	// (as strings.FieldsFunc splits it), read in place.
+	fields := 0
+	for rest := text; ; fields++ {
+		var f string
+		if f, rest = nextField(rest); f == "" {
+			break
+		}
+		i := fields
 		w := strings.ToLower(strings.Trim(f, "'"))
 		switch {
 		case stakesWords[w]:
@@ -81,8 +88,27 @@ func Importance(kind, text string) int {
 	if strings.Contains(text, "!") {
 		score++
 	}
-	if len(fields) > 0 && small*2 >= len(fields) {
+	if fields > 0 && small*2 >= fields {
 		score -= 2
 	}
 	return max(1, min(10, score))
+}
+
+// nextField returns the first run of letters, digits and apostrophes in s
+// and what follows it; an empty field when s holds none.
+func nextField(s string) (field, rest string) {
+	start := -1
+	for i, r := range s {
+		in := unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\''
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
+			return s[start:i], s[i:]
+		}
+	}
+	if start < 0 {
+		return "", ""
+	}
+	return s[start:], ""
 }
