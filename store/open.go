@@ -123,6 +123,9 @@ func sqliteDSN(path string, opt Options) string {
 	} else {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
+		// The write gate checkpoints in the background instead (see
+		// writeGate).
+		q.Add("_pragma", "wal_autocheckpoint(0)")
 		// A WAL that grew while readers kept checkpoints from finishing is
 		// cut back to this size once a checkpoint resets it.
 		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", WALSizeLimit))

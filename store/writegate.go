@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,13 +30,50 @@ var ErrWriteWait = errors.New("store: timed out waiting to write")
 // transactions never take it: in WAL mode they do not wait for the writer.
 // The busy handler still settles what the gate cannot see: other processes
 // sharing the file.
+//
+// The gate also checkpoints the write-ahead log. SQLite's automatic
+// checkpoint runs inside the commit that finds the log past 1,000 pages,
+// and every writer queued behind that commit waits for it (a tick's p99
+// grew by milliseconds); the pools npcd opens turn it off
+// (wal_autocheckpoint(0)), and every CheckpointEvery writes the gate
+// starts a PASSIVE checkpoint on a connection of its own, which neither
+// holds the gate nor waits for readers or writers. At most one runs at a
+// time.
 type writeGate struct {
 	turn chan struct{} // holds a token while a writer has the gate
 	wait time.Duration // the longest a writer waits for its turn
+	// checkpoint, when set, runs a passive checkpoint; writes counts the
+	// writes since the last one was started (guarded by the gate: only
+	// the writer holding it counts); running is set while one runs.
+	checkpoint func()
+	writes     int
+	running    atomic.Bool
 }
+
+// CheckpointEvery is how many writes (transactions, or write statements
+// outside one) of an SQLite pool start a passive checkpoint of its
+// write-ahead log.
+const CheckpointEvery = 64
 
 func newWriteGate(wait time.Duration) *writeGate {
 	return &writeGate{turn: make(chan struct{}, 1), wait: wait}
+}
+
+// wrote counts a write, by the writer holding the gate, and starts a
+// checkpoint in the background every CheckpointEvery writes unless one
+// still runs.
+func (g *writeGate) wrote() {
+	if g.checkpoint == nil {
+		return
+	}
+	if g.writes++; g.writes < CheckpointEvery || !g.running.CompareAndSwap(false, true) {
+		return
+	}
+	g.writes = 0
+	go func() {
+		defer g.running.Store(false)
+		g.checkpoint()
+	}()
 }
 
 // acquire waits for the gate, for ctx to end or for g.wait to pass, and
@@ -55,7 +93,12 @@ func (g *writeGate) acquire(ctx context.Context) (release func(), err error) {
 		}
 	}
 	var once sync.Once
-	return func() { once.Do(func() { <-g.turn }) }, nil
+	return func() {
+		once.Do(func() {
+			g.wrote()
+			<-g.turn
+		})
+	}, nil
 }
 
 // writes reports whether an SQL statement run outside a transaction may
@@ -73,9 +116,11 @@ func writes(query string) bool {
 	case "SELECT", "VALUES", "EXPLAIN":
 		return false
 	case "PRAGMA":
-		// A checkpoint takes the write lock; other pragmas npcd runs
-		// outside transactions read or set connection state.
-		return strings.Contains(strings.ToLower(q), "wal_checkpoint")
+		// A checkpoint takes the write lock, but a passive one, which
+		// waits for no writer; other pragmas npcd runs outside
+		// transactions read or set connection state.
+		l := strings.ToLower(q)
+		return strings.Contains(l, "wal_checkpoint") && !strings.Contains(l, "passive")
 	case "WITH":
 		u := strings.ToUpper(q)
 		for _, w := range []string{"INSERT", "UPDATE", "DELETE", "REPLACE"} {
@@ -133,13 +178,26 @@ func (c *gatedConnector) Driver() driver.Driver { return c.drv }
 // openGated opens an SQLite pool (driver name drv, as registered) whose
 // writers in this process queue at one gate, waiting at most wait each.
 func openGated(drv, dsn string, wait time.Duration) (*sql.DB, error) {
+	db, _, err := openGate(drv, dsn, wait)
+	return db, err
+}
+
+// openGate is openGated, returning the pool's gate too.
+func openGate(drv, dsn string, wait time.Duration) (*sql.DB, *writeGate, error) {
 	probe, err := sql.Open(drv, dsn) // connects to nothing: only names the driver
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := probe.Driver()
 	probe.Close()
-	return sql.OpenDB(&gatedConnector{drv: d, dsn: dsn, gate: newWriteGate(wait)}), nil
+	gate := newWriteGate(wait)
+	db := sql.OpenDB(&gatedConnector{drv: d, dsn: dsn, gate: gate})
+	gate.checkpoint = func() {
+		// Errors are left to the next one: a pool closed meanwhile, or a
+		// checkpoint another process runs.
+		_, _ = db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+	}
+	return db, gate, nil
 }
 
 // gatedConn is a connection whose transactions and writes hold the gate.

@@ -1,6 +1,13 @@
 package store
 
-import "testing"
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestWritesTellsWritesFromReads(t *testing.T) {
 	for q, want := range map[string]bool{
@@ -13,6 +20,8 @@ func TestWritesTellsWritesFromReads(t *testing.T) {
 		"PRAGMA busy_timeout = 100":             false,
 		"EXPLAIN QUERY PLAN SELECT 1":           false,
 		"PRAGMA wal_checkpoint(TRUNCATE)":       true,
+		"PRAGMA wal_checkpoint":                 true,
+		"PRAGMA wal_checkpoint(PASSIVE)":        false,
 		"INSERT INTO x VALUES (1)":              true,
 		"insert into x values (1) returning id": true,
 		"UPDATE x SET a = 1":                    true,
@@ -27,5 +36,57 @@ func TestWritesTellsWritesFromReads(t *testing.T) {
 		if got := writes(q); got != want {
 			t.Errorf("writes(%q) = %v, want %v", q, got, want)
 		}
+	}
+}
+
+// The pools npcd opens leave SQLite's automatic checkpoint off and
+// checkpoint in the background every CheckpointEvery writes: the log is
+// reused from its start instead of growing with every page written.
+func TestGateCheckpointsTheLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal.db")
+	db, gate, err := openGate("sqlite", sqliteDSN(path, Options{}), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	var auto int
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != 0 {
+		t.Fatalf("wal_autocheckpoint %d (%v), want 0: the gate checkpoints", auto, err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE blobs (b BLOB)"); err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Repeat("x", 4096) // a row a page, or more
+	const rounds = 20
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < CheckpointEvery; i++ {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO blobs VALUES (?)", page); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The round's last write started a checkpoint: let it finish
+		// (this waits, it times nothing).
+		for deadline := time.Now().Add(time.Minute); gate.running.Load(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("a checkpoint never finished")
+			}
+		}
+	}
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unchecked, the log holds every page written: more than
+	// rounds*CheckpointEvery*4 KiB (5 MiB). Checkpointed, a few rounds'.
+	if max := int64(16 * CheckpointEvery * 4096); fi.Size() > max {
+		t.Fatalf("the write-ahead log holds %d bytes after %d writes, want at most %d", fi.Size(), rounds*CheckpointEvery, max)
 	}
 }
