@@ -636,25 +636,36 @@ type Glance struct {
 	NPC *Character
 	// Pending is whether an event waits in the inbox.
 	Pending bool
+	// Whole is set when an event waits or a turn resumes, the glance of a
+	// tick that goes on: NPC then holds the whole state, its creation and
+	// its update time, as State reads them.
+	Whole bool
 }
 
 // glanceSQL reads a Glance in one statement. It is kept prepared on SQLite
 // (store.Stmt on the Store's hot handle), since an idle tick is the commonest request of a
 // large world and parsing the statement again would cost as much as
-// running it.
+// running it. The columns only a tick that goes on needs are NULL for an
+// idle one, which pays for no time value; a CASE has no declared type,
+// so SQLite's driver hands them over as text (store.TimeText).
 const glanceSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
 	tool_tokens, compactions, awaiting, resume, compaction_note, context_window, max_output_tokens, compaction_target,
-	EXISTS (SELECT 1 FROM events WHERE events.character_id = characters.id AND consumed_at IS NULL)
-	FROM characters WHERE id = ?`
+	pe.p, CASE WHEN pe.p OR resume THEN game_time END, CASE WHEN pe.p OR resume THEN last_sleep_at END, sleep_mark,
+	history_rev, CASE WHEN pe.p OR resume THEN created_at END, CASE WHEN pe.p OR resume THEN updated_at END
+	FROM characters, (SELECT EXISTS (SELECT 1 FROM events WHERE character_id = ? AND consumed_at IS NULL) AS p) AS pe
+	WHERE id = ?`
 
 // Glance reads NPC id's Glance, or returns ErrNotFound.
 func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 	c := &Character{ID: id}
 	var note sql.NullString
 	var pending bool
+	var gameTime, created, updated sql.NullTime
 	dest := []any{&c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
-		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &c.Compaction.Target, &pending}
+		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &c.Compaction.Target, &pending,
+		store.NullTimeText{T: &gameTime}, store.TimePtrText{T: &c.State.LastSleepAt}, &c.State.SleepMark, &c.State.HistoryRev,
+		store.NullTimeText{T: &created}, store.NullTimeText{T: &updated}}
 	var err error
 	if stmt := store.Stmt(ctx, s.hot, glanceSQL); stmt != nil {
 		// On SQLite the read of one row runs in microseconds and never
@@ -664,9 +675,9 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("glance at npc %q: %w", id, err)
 		}
-		err = stmt.QueryRowContext(context.WithoutCancel(ctx), id).Scan(dest...)
+		err = stmt.QueryRowContext(context.WithoutCancel(ctx), id, id).Scan(dest...)
 	} else {
-		err = s.q(ctx).Raw(glanceSQL, id).Row().Scan(dest...)
+		err = s.q(ctx).Raw(glanceSQL, id, id).Row().Scan(dest...)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
@@ -675,7 +686,11 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 		return nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	c.State.CompactionNote = note.String
-	return &Glance{NPC: c, Pending: pending}, nil
+	g := &Glance{NPC: c, Pending: pending, Whole: pending || c.State.Resume}
+	if g.Whole {
+		c.State.GameTime, c.CreatedAt, c.UpdatedAt = gameTime.Time, created.Time, updated.Time
+	}
+	return g, nil
 }
 
 // stateSQL reads an NPC's whole state and the times that date its settings

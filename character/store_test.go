@@ -1219,6 +1219,34 @@ func TestGlance(t *testing.T) {
 	if _, err := s.Glance(ctx, "nobody"); !errors.Is(err, character.ErrNotFound) {
 		t.Fatalf("unknown NPC: %v", err)
 	}
+	// A glance of a tick that goes on (an event waits, or a turn
+	// resumes) holds the whole state and the times State reads; an idle
+	// one does not claim to.
+	if err := s.UpdateState(ctx, "brom", map[string]any{"game_time": time.Date(2026, 11, 21, 10, 2, 3, 0, time.UTC),
+		"last_sleep_at": time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC), "sleep_mark": 7}); err != nil {
+		t.Fatal(err)
+	}
+	for _, resume := range []bool{true, false} {
+		if err := s.UpdateState(ctx, "brom", map[string]any{"resume": resume}); err != nil {
+			t.Fatal(err)
+		}
+		g, err := s.Glance(ctx, "brom")
+		if err != nil || !g.Whole {
+			t.Fatalf("resume %v, an event waiting: whole %v (%v), want a whole glance", resume, g != nil && g.Whole, err)
+		}
+		st, err := s.State(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(st.State, g.NPC.State); diff != "" || !st.CreatedAt.Equal(g.NPC.CreatedAt) || !st.UpdatedAt.Equal(g.NPC.UpdatedAt) {
+			t.Fatalf("the whole glance differs from State (-state +glance):\n%s\ncreated %v %v, updated %v %v", diff,
+				st.CreatedAt, g.NPC.CreatedAt, st.UpdatedAt, g.NPC.UpdatedAt)
+		}
+	}
+	putNPC(t, s, "tobin")
+	if g, err := s.Glance(ctx, "tobin"); err != nil || g.Whole || g.Pending {
+		t.Fatalf("an idle NPC: %+v %v, want a glance that is not whole", g, err)
+	}
 }
 
 // State reads, in one statement, exactly the state and the times Get has.

@@ -427,14 +427,20 @@ func settingsRev(c *character.Character) time.Time {
 }
 
 // npc returns NPC id whole: its state and the times that date its settings
-// read (character.Store.State), its settings from memory when those held
+// as g holds them when it read them whole, else read (character.Store.State),
+// its settings from memory when those held
 // are the ones these times date, else read with the rest of its row.
 // Settings change only with the update time (a PUT or PATCH, by any
 // daemon), and a deleted NPC created again has another creation time.
-func (e *Engine) npc(ctx context.Context, id string) (*character.Character, error) {
-	st, err := e.deps.Characters.State(ctx, id)
-	if err != nil {
-		return nil, err
+func (e *Engine) npc(ctx context.Context, id string, g *character.Glance) (*character.Character, error) {
+	var st *character.Character
+	if g != nil && g.Whole {
+		st = g.NPC // the glance read the whole state: no second read
+	} else {
+		var err error
+		if st, err = e.deps.Characters.State(ctx, id); err != nil {
+			return nil, err
+		}
 	}
 	if v, ok := e.settings.Load(id); ok {
 		held := v.(*character.Character)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -166,7 +167,7 @@ func TestIdleTickRunsOneStatement(t *testing.T) {
 			t.Fatal(res, err)
 		}
 		stmts, txs := log.taken()
-		if len(stmts) != 1 || txs != 0 || !strings.Contains(stmts[0], "FROM characters WHERE id = ?") {
+		if len(stmts) != 1 || txs != 0 || !strings.Contains(stmts[0], glanceFrom) {
 			t.Fatalf("idle tick %d ran %d statements in %d transactions, want only the glance:\n%s", i, len(stmts), txs, strings.Join(stmts, "\n"))
 		}
 	}
@@ -181,7 +182,7 @@ func TestKeyedIdleTickStatements(t *testing.T) {
 	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"FROM `tick_outcomes`", "FROM characters WHERE id = ?", "INSERT INTO `tick_outcomes`"}
+	want := []string{"FROM `tick_outcomes`", glanceFrom, "INSERT INTO `tick_outcomes`"}
 	for i, key := range []string{"k1", "k1"} {
 		log.reset()
 		res, err := env.eng.TickWithKey(ctx, "brom", key)
@@ -198,6 +199,39 @@ func TestKeyedIdleTickStatements(t *testing.T) {
 		}
 		if !ok {
 			t.Fatalf("keyed idle tick %d ran %d statements in %d transactions, want %q:\n%s", i, len(stmts), txs, want, strings.Join(stmts, "\n"))
+		}
+	}
+}
+
+// glanceFrom is a piece of the glance's statement text.
+const glanceFrom = "FROM characters, (SELECT EXISTS"
+
+// A tick that goes on reads the NPC's row once: the glance reads the whole
+// state when an event waits, and no State read follows.
+func TestBusyTickReadsTheNPCsRowOnce(t *testing.T) {
+	env, log := countingEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Good morning %d, Brom.", i)}}); err != nil {
+			t.Fatal(err)
+		}
+		log.reset()
+		res, err := env.eng.Tick(ctx, "brom")
+		if err != nil || res.Idle {
+			t.Fatal(res, err)
+		}
+		stmts, _ := log.taken()
+		var reads []string
+		for _, s := range stmts {
+			if strings.HasPrefix(strings.TrimSpace(s), "SELECT") && strings.Contains(s, "FROM characters") && strings.Contains(s, "sleep_mark") {
+				reads = append(reads, s)
+			}
+		}
+		if len(reads) != 1 || !strings.Contains(reads[0], glanceFrom) {
+			t.Fatalf("tick %d read the NPC's state %d times, want only in the glance:\n%s", i, len(reads), strings.Join(reads, "\n"))
 		}
 	}
 }

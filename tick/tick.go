@@ -111,7 +111,7 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	if !g.Pending && !g.NPC.State.Resume {
 		return e.idleWithKey(ctx, g.NPC, key)
 	}
-	c, err := e.npc(ctx, id)
+	c, err := e.npc(ctx, id, g)
 	if err != nil {
 		return nil, err
 	}
