@@ -19,7 +19,8 @@ const MaxCommitGroup = 64
 // memory and sets again whatever it leaves for the caller.
 type commitFunc func(ctx context.Context, tx *gorm.DB) error
 
-// committer commits the turns of concurrently ticking NPCs together. SQLite
+// committer commits the turns of concurrently ticking NPCs, and the events
+// posted meanwhile, together. SQLite
 // has one writer at a time, and a transaction's fixed cost (taking the write
 // lock, writing and syncing the log) dwarfs a turn's few rows: ticks that
 // would queue on the lock one by one instead queue here, and one of them —

@@ -393,3 +393,78 @@ func TestGroupedCommitsConsumeEventsExactlyOnce(t *testing.T) {
 		}
 	}
 }
+
+// Event posts commit through the committer too, grouped with whatever
+// else is queued: posts for many NPCs queued together commit in one
+// transaction, and one that is refused (its NPC deleted meanwhile) gets
+// its own error while the others' events are stored, once each.
+func TestEventPostsCommitInGroups(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	const npcs, doomed = 6, "npc-2"
+	ids := make([]string, npcs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("npc-%d", i)
+		c := brom()
+		c.ID = ids[i]
+		if _, err := env.eng.PutNPC(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := env.eng.commits
+	release := func() {}
+	if c.grouped {
+		_, release = holdCommitter(t, c)
+	} else if err := env.chars.Delete(ctx, doomed); err != nil {
+		t.Fatal(err) // PostgreSQL: each post commits alone
+	}
+	errs := make([]error, npcs)
+	accepted := make([]int, npcs)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			accepted[i], _, errs[i] = env.eng.PostEvents(ctx, id, []EventInput{{ID: "e-" + id, Kind: "say", Actor: "alice", Text: "Hello, " + id}})
+		}()
+	}
+	if c.grouped {
+		// Every post waits in the committer's queue (this waits, it
+		// times nothing).
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			c.mu.Lock()
+			q := len(c.queue)
+			c.mu.Unlock()
+			if q == npcs {
+				break
+			}
+			if time.Now().After(deadline) {
+				release()
+				wg.Wait()
+				t.Fatalf("%d event posts queued at the committer, want %d", q, npcs)
+			}
+		}
+		if err := env.chars.Delete(ctx, doomed); err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+	wg.Wait()
+	for i, id := range ids {
+		if id == doomed {
+			if !errors.Is(errs[i], character.ErrNotFound) {
+				t.Errorf("%s: %v, want ErrNotFound", id, errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil || accepted[i] != 1 {
+			t.Errorf("%s: accepted %d, %v; want the event", id, accepted[i], errs[i])
+		}
+		if n, err := env.chars.PendingCount(ctx, id); err != nil || n != 1 {
+			t.Errorf("%s: %d events pending (%v), want 1", id, n, err)
+		}
+	}
+	if got := c.largestGroup(); c.grouped && got != npcs-1 {
+		t.Errorf("largest committed group %d, want the %d posts that stand together", got, npcs-1)
+	}
+}

@@ -197,11 +197,21 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 			return 0, 0, &ValueError{Field: field(), Message: fmt.Sprintf("is the NPC itself (%q); send \"self\": true when the event is the NPC's own act as the game resolved it", evs[i].Actor)}
 		}
 	}
-	accepted, duplicates, err = e.deps.Characters.AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)
-	if err == nil && accepted > 0 {
+	// Committed with the ticks and posts of other NPCs queued meanwhile
+	// (see committer); the function may run again, so it sets its counts
+	// anew.
+	err = e.commits.commit(ctx, func(ctx context.Context, tx *gorm.DB) error {
+		var err error
+		accepted, duplicates, err = e.deps.Characters.WithTx(tx).AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if accepted > 0 {
 		e.autoNote(c)
 	}
-	return accepted, duplicates, err
+	return accepted, duplicates, nil
 }
 
 // checkEventTimes refuses events dated more than MaxEventLead ahead of the
