@@ -36,13 +36,13 @@ var ErrWriteWait = errors.New("store: timed out waiting to write")
 // and every writer queued behind that commit waits for it (a tick's p99
 // grew by milliseconds); the pools npcd opens turn it off
 // (wal_autocheckpoint(0)), and every CheckpointEvery writes the gate
-// starts a PASSIVE checkpoint on a connection of its own, which neither
-// holds the gate nor waits for readers or writers. At most one runs at a
-// time.
+// starts a checkpoint on a connection of its own (checkpointLog): the bulk
+// of the copying runs beside the writers, and only a short last pass holds
+// the gate. At most one runs at a time.
 type writeGate struct {
 	turn chan struct{} // holds a token while a writer has the gate
 	wait time.Duration // the longest a writer waits for its turn
-	// checkpoint, when set, runs a passive checkpoint; writes counts the
+	// checkpoint, when set, runs a checkpoint; writes counts the
 	// writes since the last one was started (guarded by the gate: only
 	// the writer holding it counts); running is set while one runs.
 	checkpoint func()
@@ -53,7 +53,7 @@ type writeGate struct {
 // CheckpointEvery is how many writes (transactions, or write statements
 // outside one) of an SQLite pool start a passive checkpoint of its
 // write-ahead log.
-const CheckpointEvery = 64
+const CheckpointEvery = 16
 
 func newWriteGate(wait time.Duration) *writeGate {
 	return &writeGate{turn: make(chan struct{}, 1), wait: wait}
@@ -192,13 +192,63 @@ func openGate(drv, dsn string, wait time.Duration) (*sql.DB, *writeGate, error) 
 	probe.Close()
 	gate := newWriteGate(wait)
 	db := sql.OpenDB(&gatedConnector{drv: d, dsn: dsn, gate: gate})
-	gate.checkpoint = func() {
-		// Errors are left to the next one: a pool closed meanwhile, or a
-		// checkpoint another process runs.
-		_, _ = db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
-	}
+	gate.checkpoint = func() { gate.checkpointLog(db) }
 	return db, gate, nil
 }
+
+// checkpointLog checkpoints db's write-ahead log in two passes. The first
+// copies what the log holds without the gate, while writers go on
+// appending. If they did, the second copies what they appended, holding
+// the gate so that nothing more is: a short pass, after which the whole
+// log is in the database and the next writer starts it over from its
+// beginning. Without it, under a steady load a checkpoint would never
+// catch up with the writers and the log would grow without end (SQLite
+// reuses it only once every frame has been copied). Errors are left to
+// the next checkpoint: a pool closed meanwhile, a checkpoint another
+// process runs.
+func (g *writeGate) checkpointLog(db *sql.DB) {
+	ctx := context.Background()
+	// The connection is taken before the gate: taken after, it could wait
+	// for one held by a writer that waits for the gate.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	var busy, logged, copied int
+	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logged, &copied)
+	if err != nil || logged == 0 {
+		return
+	}
+	select {
+	case g.turn <- struct{}{}:
+	case <-time.After(g.wait):
+		return
+	}
+	defer func() { <-g.turn }()
+	ctx = context.WithValue(ctx, gateHeld{}, true)
+	// RESTART also waits for the readers still reading the log (readers
+	// that begin once it is copied read the database alone), so that the
+	// next writer can start the log over; for a few milliseconds at most,
+	// since writers wait meanwhile.
+	var timeout int
+	if conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&timeout) != nil {
+		return
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", restartWait.Milliseconds())); err != nil {
+		return
+	}
+	_ = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &logged, &copied)
+	_, _ = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", timeout))
+}
+
+// gateHeld marks the context of a statement run by the holder of the gate
+// (a checkpoint's second pass), which must not wait for it again.
+type gateHeld struct{}
+
+// restartWait is the most the second pass of a background checkpoint waits
+// for readers of the log.
+const restartWait = 20 * time.Millisecond
 
 // gatedConn is a connection whose transactions and writes hold the gate.
 // database/sql uses a connection from one goroutine at a time.
@@ -267,7 +317,7 @@ func (c *gatedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.
 // enter takes the gate for a statement run outside a transaction, when it
 // writes; the function it returns gives it back.
 func (c *gatedConn) enter(ctx context.Context, write bool) (func(), error) {
-	if c.inTx || !write {
+	if c.inTx || !write || ctx.Value(gateHeld{}) != nil {
 		return func() {}, nil
 	}
 	return c.gate.acquire(ctx)

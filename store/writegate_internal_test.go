@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -88,5 +90,78 @@ func TestGateCheckpointsTheLog(t *testing.T) {
 	// rounds*CheckpointEvery*4 KiB (5 MiB). Checkpointed, a few rounds'.
 	if max := int64(16 * CheckpointEvery * 4096); fi.Size() > max {
 		t.Fatalf("the write-ahead log holds %d bytes after %d writes, want at most %d", fi.Size(), rounds*CheckpointEvery, max)
+	}
+}
+
+// Under writers and readers that never pause, the background checkpoint
+// still catches up (its second pass holds the gate) and the log is started
+// over, instead of growing with every page written.
+func TestGateCheckpointsUnderLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal.db")
+	db, _, err := openGate("sqlite", sqliteDSN(path, Options{}), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, "CREATE TABLE blobs (b BLOB)"); err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Repeat("x", 4096)
+	const writers, each = 4, 40 * CheckpointEvery
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var n int
+				if err := db.QueryRowContext(ctx, "SELECT count(*) FROM blobs").Scan(&n); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var wg sync.WaitGroup
+	var peak atomic.Int64
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := tx.ExecContext(ctx, "INSERT INTO blobs VALUES (?)", page); err != nil {
+					t.Error(err)
+					tx.Rollback()
+					return
+				}
+				if err := tx.Commit(); err != nil {
+					t.Error(err)
+					return
+				}
+				if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > peak.Load() {
+					peak.Store(fi.Size())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	readers.Wait()
+	// Unchecked, the log holds every page written: more than
+	// writers*each*4 KiB (10 MiB); caught up, a few checkpoints' worth.
+	if max := int64(writers * each * 4096 / 2); peak.Load() > max {
+		t.Fatalf("the write-ahead log reached %d bytes over %d writes, want at most %d", peak.Load(), writers*each, max)
 	}
 }
