@@ -48,6 +48,8 @@ type writeGate struct {
 	checkpoint func()
 	writes     int
 	running    atomic.Bool
+	// restarts counts the checkpoints after which the log is started over.
+	restarts atomic.Int64
 }
 
 // CheckpointEvery is how many writes (transactions, or write statements
@@ -238,7 +240,9 @@ func (g *writeGate) checkpointLog(db *sql.DB) {
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", restartWait.Milliseconds())); err != nil {
 		return
 	}
-	_ = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &logged, &copied)
+	if conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &logged, &copied) == nil && busy == 0 {
+		g.restarts.Add(1)
+	}
 	_, _ = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", timeout))
 }
 
