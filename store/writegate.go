@@ -200,10 +200,10 @@ func openGate(drv, dsn string, wait time.Duration) (*sql.DB, *writeGate, error) 
 
 // checkpointLog checkpoints db's write-ahead log in two passes. The first
 // copies what the log holds without the gate, while writers go on
-// appending. If they did, the second copies what they appended, holding
-// the gate so that nothing more is: a short pass, after which the whole
-// log is in the database and the next writer starts it over from its
-// beginning. Without it, under a steady load a checkpoint would never
+// appending. Once the log holds restartFrames pages, the second copies
+// what they appended, holding the gate so that nothing more is: a short
+// pass, after which the whole log is in the database and the next writer
+// starts it over from its beginning. Without it, under a steady load a checkpoint would never
 // catch up with the writers and the log would grow without end (SQLite
 // reuses it only once every frame has been copied). Errors are left to
 // the next checkpoint: a pool closed meanwhile, a checkpoint another
@@ -219,7 +219,7 @@ func (g *writeGate) checkpointLog(db *sql.DB) {
 	defer conn.Close()
 	var busy, logged, copied int
 	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logged, &copied)
-	if err != nil || logged == 0 {
+	if err != nil || logged < restartFrames {
 		return
 	}
 	select {
@@ -249,6 +249,11 @@ func (g *writeGate) checkpointLog(db *sql.DB) {
 // gateHeld marks the context of a statement run by the holder of the gate
 // (a checkpoint's second pass), which must not wait for it again.
 type gateHeld struct{}
+
+// restartFrames is the size, in frames (pages), from which a checkpoint's
+// second pass starts the log over: below it the log is left to grow,
+// and writers are not held.
+const restartFrames = 1000
 
 // restartWait is the most the second pass of a background checkpoint waits
 // for readers of the log.
