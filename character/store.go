@@ -515,13 +515,7 @@ var stateList = func() string {
 
 // stateReturning is stateList with its time columns read as text (see
 // store.TimeText).
-var stateReturning = func() string {
-	r := strings.Replace(stateList, ",game_time,last_sleep_at,", ",+game_time,+last_sleep_at,", 1)
-	if r == stateList {
-		panic("character: State's time columns moved; update stateReturning")
-	}
-	return r
-}()
+var stateReturning = store.TimesAsText(stateList, "game_time", "last_sleep_at")
 
 // stateColumns are State's columns.
 var stateColumns = func() []clause.Column {
@@ -702,10 +696,7 @@ const stateSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages,
 
 // stateSQLite is stateSQL with its time columns read as text (see
 // store.TimeText), for its prepared statement on SQLite.
-const stateSQLite = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
-	tool_tokens, compactions, awaiting, resume, +game_time, +last_sleep_at, sleep_mark, history_rev, compaction_note,
-	+created_at, +updated_at
-	FROM characters WHERE id = ?`
+var stateSQLite = store.TimesAsText(stateSQL, "game_time", "last_sleep_at", "created_at", "updated_at")
 
 // State reads NPC id's whole state, its creation and its update time — not
 // its other settings — or returns ErrNotFound. Settings change only with

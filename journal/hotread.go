@@ -32,8 +32,7 @@ const newMemoriesSQL = `SELECT id, content, entity, importance, game_time, super
 
 // newMemoriesSQLite is newMemoriesSQL on SQLite, the time read as text
 // (see store.TimeText).
-const newMemoriesSQLite = `SELECT id, content, entity, importance, +game_time, superseded_by, embedding, embed_model
-	FROM memories WHERE character_id = ? AND rev > ? ORDER BY id`
+var newMemoriesSQLite = store.TimesAsText(newMemoriesSQL, "game_time")
 
 // sqliteText returns sqliteQuery, a statement whose times are read as text
 // (see store.TimeText), on SQLite, else query, the same statement reading

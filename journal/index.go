@@ -349,12 +349,7 @@ const marksSQL = `SELECT characters.game_time,
 
 // marksSQLite is marksSQL on SQLite, the times read as text (see
 // store.TimeText).
-const marksSQLite = `SELECT +characters.game_time,
-	COALESCE((SELECT rev FROM memory_revs WHERE memory_revs.character_id = ?), 0),
-	entries.id, entries.content, entries.importance, +entries.game_time, entries.sources
-	FROM (SELECT 1 AS one) AS one LEFT JOIN characters ON characters.id = ?
-	LEFT JOIN entries ON entries.character_id = ? AND entries.id > ?
-	ORDER BY entries.id`
+var marksSQLite = store.TimesAsText(marksSQL, "characters.game_time", "entries.game_time")
 
 // newMessagesSQL reads an NPC's searchable messages above an id. state IN
 // (...) lets SQLite seek the (character_id, state, id) index for both
@@ -364,8 +359,7 @@ const newMessagesSQL = `SELECT id, role, content, game_time, event_refs FROM mes
 
 // newMessagesSQLite is newMessagesSQL on SQLite, the time read as text (see
 // store.TimeText).
-const newMessagesSQLite = `SELECT id, role, content, +game_time, event_refs FROM messages
-	WHERE character_id = ? AND state IN (?, ?) AND id > ? AND summary = ? AND content <> '' AND role IN (?, ?, ?) ORDER BY id`
+var newMessagesSQLite = store.TimesAsText(newMessagesSQL, "game_time")
 
 func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	type msg struct {

@@ -135,3 +135,57 @@ func (d TimePtrText) Scan(value any) error {
 	*d.T = &t
 	return nil
 }
+
+// TimesAsText returns query with each of cols, in its select list, read
+// as text: +column (see above). query is a SELECT, whose select list ends
+// at its first FROM outside parentheses, or a bare column list (a
+// RETURNING clause); each
+// column must stand there once, as a whole name, or TimesAsText panics:
+// it derives SQLite's form of a fixed statement once, at start-up.
+func TimesAsText(query string, cols ...string) string {
+	list, rest := query, ""
+	depth := 0
+	for i := 0; i < len(query); i++ {
+		switch {
+		case query[i] == '(':
+			depth++
+		case query[i] == ')':
+			depth--
+		case depth == 0 && strings.HasPrefix(query[i:], "FROM") && columnEdge(query, i-1):
+			list, rest = query[:i], query[i:]
+			i = len(query)
+		}
+	}
+	for _, col := range cols {
+		at := -1
+		for i := 0; ; {
+			j := strings.Index(list[i:], col)
+			if j < 0 {
+				break
+			}
+			j += i
+			if columnEdge(list, j-1) && columnEdge(list, j+len(col)) {
+				if at >= 0 {
+					panic(fmt.Sprintf("store: %q appears twice in %q", col, list))
+				}
+				at = j
+			}
+			i = j + len(col)
+		}
+		if at < 0 {
+			panic(fmt.Sprintf("store: no column %q in %q", col, list))
+		}
+		list = list[:at] + "+" + list[at:]
+	}
+	return list + rest
+}
+
+// columnEdge reports whether s[i] (or the end of s) can border a column
+// name: not part of a name, a qualifier or a +.
+func columnEdge(s string, i int) bool {
+	if i < 0 || i >= len(s) {
+		return true
+	}
+	c := s[i]
+	return !(c == '_' || c == '.' || c == '+' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')
+}

@@ -112,3 +112,34 @@ func TestTimeTextReadsAsTheDriver(t *testing.T) {
 		t.Errorf("RETURNING +at read a %T, want the text", raw)
 	}
 }
+
+// TimesAsText marks the named columns of a select list, whole names only,
+// leaves the rest of the statement alone, and refuses a column it cannot
+// find once.
+func TestTimesAsText(t *testing.T) {
+	for _, c := range []struct {
+		query string
+		cols  []string
+		want  string
+	}{
+		{"SELECT id, game_time, at FROM t WHERE game_time > ?", []string{"game_time"}, "SELECT id, +game_time, at FROM t WHERE game_time > ?"},
+		{"SELECT a.game_time, b.game_time FROM a", []string{"a.game_time", "b.game_time"}, "SELECT +a.game_time, +b.game_time FROM a"},
+		{"tick,game_time,last_game_time,at", []string{"game_time", "at"}, "tick,+game_time,last_game_time,+at"},
+		{"SELECT created_at,\n\tupdated_at FROM t", []string{"created_at", "updated_at"}, "SELECT +created_at,\n\t+updated_at FROM t"},
+		{"SELECT c.at, (SELECT x FROM y), e.at FROM c", []string{"c.at", "e.at"}, "SELECT +c.at, (SELECT x FROM y), +e.at FROM c"},
+	} {
+		if got := store.TimesAsText(c.query, c.cols...); got != c.want {
+			t.Errorf("TimesAsText(%q, %v) = %q, want %q", c.query, c.cols, got, c.want)
+		}
+	}
+	for _, bad := range [][]string{{"SELECT at FROM t", "game_time"}, {"SELECT at, at FROM t", "at"}, {"SELECT b.at FROM t", "at"}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("TimesAsText(%q, %q) did not panic", bad[0], bad[1])
+				}
+			}()
+			store.TimesAsText(bad[0], bad[1])
+		}()
+	}
+}
