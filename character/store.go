@@ -630,11 +630,12 @@ type Glance struct {
 	NPC *Character
 	// Pending is whether an event waits in the inbox.
 	Pending bool
-	// Whole is set when an event waits or a turn resumes, the glance of a
-	// tick that goes on: NPC then holds the whole state, its creation and
-	// its update time, as State reads them.
-	Whole bool
 }
+
+// Whole reports whether an event waits or a turn resumes, the glance of a
+// tick that goes on: NPC then holds the whole state, its creation and its
+// update time, as State reads them.
+func (g *Glance) Whole() bool { return g.Pending || g.NPC.State.Resume }
 
 // glanceSQL reads a Glance in one statement. It is kept prepared on SQLite
 // (store.Stmt on the Store's hot handle), since an idle tick is the commonest request of a
@@ -680,8 +681,8 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 		return nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	c.State.CompactionNote = note.String
-	g := &Glance{NPC: c, Pending: pending, Whole: pending || c.State.Resume}
-	if g.Whole {
+	g := &Glance{NPC: c, Pending: pending}
+	if g.Whole() {
 		c.State.GameTime, c.CreatedAt, c.UpdatedAt = gameTime.Time, created.Time, updated.Time
 	}
 	return g, nil

@@ -1231,8 +1231,8 @@ func TestGlance(t *testing.T) {
 			t.Fatal(err)
 		}
 		g, err := s.Glance(ctx, "brom")
-		if err != nil || !g.Whole {
-			t.Fatalf("resume %v, an event waiting: whole %v (%v), want a whole glance", resume, g != nil && g.Whole, err)
+		if err != nil || !g.Whole() {
+			t.Fatalf("resume %v, an event waiting: whole %v (%v), want a whole glance", resume, g != nil && g.Whole(), err)
 		}
 		st, err := s.State(ctx, "brom")
 		if err != nil {
@@ -1244,7 +1244,7 @@ func TestGlance(t *testing.T) {
 		}
 	}
 	putNPC(t, s, "tobin")
-	if g, err := s.Glance(ctx, "tobin"); err != nil || g.Whole || g.Pending {
+	if g, err := s.Glance(ctx, "tobin"); err != nil || g.Whole() || g.Pending {
 		t.Fatalf("an idle NPC: %+v %v, want a glance that is not whole", g, err)
 	}
 }

@@ -1,5 +1,7 @@
 package journal
 
+import "unsafe"
+
 // blockRows is how many rows one block of a rowStore holds once the store
 // has outgrown its first block.
 const blockRows = 64
@@ -61,12 +63,8 @@ func (s *rowStore[T]) row(p int) []T {
 func (s *rowStore[T]) bytes() int64 {
 	var n int64
 	var zero T
-	size := int64(1)
-	if _, ok := any(zero).(float32); ok {
-		size = 4
-	}
 	for _, b := range s.blocks {
-		n += int64(cap(b)) * size
+		n += int64(cap(b)) * int64(unsafe.Sizeof(zero))
 	}
 	return n
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/url"
 	"strings"
@@ -168,20 +169,31 @@ func Checkpoint(ctx context.Context, db *gorm.DB, wait time.Duration) (done bool
 		return false, fmt.Errorf("store: checkpoint: %w", err)
 	}
 	defer conn.Close()
-	// The connection's own busy timeout is the writers'; restore it after.
-	var busyTimeout int64
-	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busyTimeout); err != nil {
+	restore, err := busyFor(ctx, conn, wait)
+	if err != nil {
 		return false, fmt.Errorf("store: checkpoint: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", wait.Milliseconds())); err != nil {
-		return false, fmt.Errorf("store: checkpoint: %w", err)
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeout))
+	defer restore()
 	var busy, logPages, checkpointed int
 	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &checkpointed); err != nil {
 		return false, fmt.Errorf("store: checkpoint: %w", err)
 	}
 	return busy == 0, nil
+}
+
+// busyFor sets conn's busy timeout to wait and returns the function that
+// restores the one it had: the writers' own.
+func busyFor(ctx context.Context, conn *sql.Conn, wait time.Duration) (restore func(), err error) {
+	var old int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&old); err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", wait.Milliseconds())); err != nil {
+		return nil, err
+	}
+	return func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", old))
+	}, nil
 }
 
 // inMemory reports whether an SQLite dsn names no file: ":memory:", its URI

@@ -53,8 +53,8 @@ type writeGate struct {
 }
 
 // CheckpointEvery is how many writes (transactions, or write statements
-// outside one) of an SQLite pool start a passive checkpoint of its
-// write-ahead log.
+// outside one) of an SQLite pool start a checkpoint of its write-ahead
+// log (checkpointLog).
 const CheckpointEvery = 16
 
 func newWriteGate(wait time.Duration) *writeGate {
@@ -79,20 +79,11 @@ func (g *writeGate) wrote() {
 }
 
 // acquire waits for the gate, for ctx to end or for g.wait to pass, and
-// returns the function that gives the gate back (safe to call twice).
+// returns the function that gives the gate back (safe to call twice) and
+// counts the write.
 func (g *writeGate) acquire(ctx context.Context) (release func(), err error) {
-	select {
-	case g.turn <- struct{}{}:
-	default:
-		t := time.NewTimer(g.wait)
-		defer t.Stop()
-		select {
-		case g.turn <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.C:
-			return nil, fmt.Errorf("%w: waited %s for the other writers of the database", ErrWriteWait, g.wait)
-		}
+	if err := g.take(ctx); err != nil {
+		return nil, err
 	}
 	var once sync.Once
 	return func() {
@@ -101,6 +92,25 @@ func (g *writeGate) acquire(ctx context.Context) (release func(), err error) {
 			<-g.turn
 		})
 	}, nil
+}
+
+// take waits for the gate, for ctx to end or for g.wait to pass; the
+// caller gives it back with <-g.turn.
+func (g *writeGate) take(ctx context.Context) error {
+	select {
+	case g.turn <- struct{}{}:
+	default:
+		t := time.NewTimer(g.wait)
+		defer t.Stop()
+		select {
+		case g.turn <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return fmt.Errorf("%w: waited %s for the other writers of the database", ErrWriteWait, g.wait)
+		}
+	}
+	return nil
 }
 
 // writes reports whether an SQL statement run outside a transaction may
@@ -203,9 +213,9 @@ func openGate(drv, dsn string, wait time.Duration) (*sql.DB, *writeGate, error) 
 // appending. Once the log holds restartFrames pages, the second copies
 // what they appended, holding the gate so that nothing more is: a short
 // pass, after which the whole log is in the database and the next writer
-// starts it over from its beginning. Without it, under a steady load a checkpoint would never
-// catch up with the writers and the log would grow without end (SQLite
-// reuses it only once every frame has been copied). Errors are left to
+// starts it over from its beginning. Without it, under a steady load a
+// checkpoint would never catch up with the writers and the log would grow
+// without end (SQLite reuses it only once every frame has been copied). Errors are left to
 // the next checkpoint: a pool closed meanwhile, a checkpoint another
 // process runs.
 func (g *writeGate) checkpointLog(db *sql.DB) {
@@ -222,9 +232,8 @@ func (g *writeGate) checkpointLog(db *sql.DB) {
 	if err != nil || logged < restartFrames {
 		return
 	}
-	select {
-	case g.turn <- struct{}{}:
-	case <-time.After(g.wait):
+	// Not acquire: this pass is no write to count.
+	if g.take(ctx) != nil {
 		return
 	}
 	defer func() { <-g.turn }()
@@ -233,17 +242,14 @@ func (g *writeGate) checkpointLog(db *sql.DB) {
 	// that begin once it is copied read the database alone), so that the
 	// next writer can start the log over; for a few milliseconds at most,
 	// since writers wait meanwhile.
-	var timeout int
-	if conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&timeout) != nil {
+	restore, err := busyFor(ctx, conn, restartWait)
+	if err != nil {
 		return
 	}
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", restartWait.Milliseconds())); err != nil {
-		return
-	}
+	defer restore()
 	if conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &logged, &copied) == nil && busy == 0 {
 		g.restarts.Add(1)
 	}
-	_, _ = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", timeout))
 }
 
 // gateHeld marks the context of a statement run by the holder of the gate

@@ -434,7 +434,7 @@ func settingsRev(c *character.Character) time.Time {
 // daemon), and a deleted NPC created again has another creation time.
 func (e *Engine) npc(ctx context.Context, id string, g *character.Glance) (*character.Character, error) {
 	var st *character.Character
-	if g != nil && g.Whole {
+	if g != nil && g.Whole() {
 		st = g.NPC // the glance read the whole state: no second read
 	} else {
 		var err error
