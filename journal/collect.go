@@ -131,8 +131,8 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				continue
 			}
 		}
-		rows, err := s.load(ctx, npc, batch, cache, sc.loaded)
-		if err != nil {
+		rows := sc.loaded
+		if err := s.load(ctx, npc, batch, cache, rows); err != nil {
 			return nil, false, err
 		}
 		for _, c := range batch {
@@ -338,9 +338,8 @@ func cleanSources(s character.Sources) character.Sources {
 // instead.
 //
 // Messages and journal entries are found in cache first, and those read
-// are added to it. The results go into out, emptied first, which is
-// returned.
-func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache, out map[itemKey]*Result) (map[itemKey]*Result, error) {
+// are added to it. The results go into out, emptied first.
+func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache, out map[itemKey]*Result) error {
 	var ids [3][]int64
 	clear(out)
 	for _, c := range cs {
@@ -358,11 +357,11 @@ func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *row
 			part := list[:min(len(list), maxLoadIDs)]
 			list = list[len(part):]
 			if err := s.loadRows(ctx, npc, itemKind(kind), part, out, cache); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // loadRows reads the rows of ids, items of kind kind, into out, keeping

@@ -40,8 +40,8 @@ func (r *Retriever) feedbackTerms(ctx context.Context, x *npcIndex, ranked []can
 	if len(top) == 0 {
 		return nil, nil
 	}
-	rows, err := r.store.load(ctx, x.npc, top, &x.rows, make(map[itemKey]*Result, len(top)))
-	if err != nil {
+	rows := make(map[itemKey]*Result, len(top))
+	if err := r.store.load(ctx, x.npc, top, &x.rows, rows); err != nil {
 		return nil, err
 	}
 	inQuery := make(map[string]bool, len(terms))
