@@ -182,7 +182,7 @@ func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, win
 					if res.Compaction.TokensAfter > target {
 						over++
 						for _, w := range res.Warnings {
-							if strings.Contains(w, "over its target") {
+							if strings.Contains(w, sleep.OverTarget) {
 								told++
 								break
 							}

@@ -359,8 +359,12 @@ func missedTarget(after *character.Character, p *Plan) string {
 	default:
 		why = fmt.Sprintf("the summary took %d tokens and the recent history kept %d", after.State.SummaryTokens, after.State.LiveTokens)
 	}
-	return fmt.Sprintf("the last compaction left the context at %d tokens, over its target of %d: %s", got, target, why)
+	return fmt.Sprintf("the last compaction left the context at %d tokens, "+OverTarget+" of %d: %s", got, target, why)
 }
+
+// OverTarget is the words by which an NPC's warning tells that its last
+// compaction could not bring the context down to its target.
+const OverTarget = "over its target"
 
 // keptOneTurn reports whether a plan kept only the newest turn.
 func keptOneTurn(p *Plan) bool {

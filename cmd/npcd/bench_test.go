@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -126,5 +127,23 @@ func TestBenchMaskingSmallWindow(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "prompt tokens per tick"); n != 2 {
 		t.Fatalf("want a line for masking on and off, got:\n%s", out.String())
+	}
+}
+
+// bench masking counts the compactions that ended over the target and
+// those whose tick said why: at 2,048 tokens with a look result of ~500
+// tokens every third turn, some do, and every one says why.
+func TestBenchMaskingCountsCompactionsOverTheTarget(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"bench", "masking", "--turns", "20", "--window", "2048"}
+	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+		t.Fatalf("bench masking: %v\n%s", err, errb.String())
+	}
+	m := regexp.MustCompile(`masking true .* (\d+) ended over the target of 1024 \((\d+) saying why\)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no count of compactions over the target:\n%s", out.String())
+	}
+	if m[1] == "0" || m[1] != m[2] {
+		t.Fatalf("%s compactions over the target, %s saying why; want some, each saying why:\n%s", m[1], m[2], out.String())
 	}
 }
