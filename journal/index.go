@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -69,8 +70,12 @@ type npcIndex struct {
 	kwTops   [3]hitHeap // scratch for the keyword channel's best per kind
 	touched  []int32
 	// pending are items still without a vector, with the text to embed.
-	pending   map[int32]string
-	lastMsg   int64
+	pending map[int32]string
+	lastMsg int64
+	// histRev is the history revision the index holds every message of,
+	// when histKnown (see Appended).
+	histRev   int64
+	histKnown bool
 	lastEntry int64
 	memRev    int64
 	newest    int64 // newest game time of any item
@@ -266,12 +271,11 @@ func (r *Retriever) embedInPlace(ctx context.Context, x *npcIndex, ps []int32) (
 // journal entries, new and changed memories. It reports errReset when the
 // NPC's rows were deleted under it; the caller starts a new index.
 func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
-	if err := r.loadMessages(ctx, x); err != nil {
-		return err
-	}
 	// One statement tells what else changed and reads the new journal
-	// entries: the NPC's clock, its memory revision, and its entries above
-	// the newest indexed. Most searches read nothing more.
+	// entries: the NPC's clock, its history and memory revisions, and its
+	// entries above the newest indexed. Most searches read nothing more.
+	// It runs before the messages are read: the history revision it reads
+	// is then one they are at least as new as.
 	rows, err := r.store.hotQuery(ctx, r.store.sqliteText(marksSQLite, marksSQL), x.npc, x.npc, x.npc, x.lastEntry)
 	if err != nil {
 		return fmt.Errorf("index %q: %w", x.npc, err)
@@ -280,6 +284,7 @@ func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
 	var (
 		gameTime, entryTime sql.NullTime
 		rev                 int64
+		histRev             sql.NullInt64
 		id, importance      sql.NullInt64
 		content             sql.NullString
 		sources             []byte
@@ -287,7 +292,7 @@ func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
 		marked              bool
 	)
 	for rows.Next() {
-		if err := rows.Scan(store.NullTimeText{T: &gameTime}, &rev, &id, &content, &importance, store.NullTimeText{T: &entryTime},
+		if err := rows.Scan(store.NullTimeText{T: &gameTime}, &histRev, &rev, &id, &content, &importance, store.NullTimeText{T: &entryTime},
 			&sources); err != nil {
 			return fmt.Errorf("index %q: %w", x.npc, err)
 		}
@@ -302,9 +307,52 @@ func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
 	if !marked {
 		return fmt.Errorf("index %q: %w", x.npc, sql.ErrNoRows)
 	}
+	rows.Close()
+	// The messages are read unless the history is at the revision the
+	// index holds every message of (see Appended).
+	if !histRev.Valid || !x.histKnown || histRev.Int64 != x.histRev {
+		x.histKnown = false
+		if err := r.loadMessages(ctx, x); err != nil {
+			return err
+		}
+		x.histRev, x.histKnown = histRev.Int64, histRev.Valid
+	}
 	x.gameTime = gameTime.Time
 	r.indexEntries(x, es)
 	return r.loadMemories(ctx, x, rev)
+}
+
+// Appended tells the retriever that the live history of NPC npc, stored at
+// revision held, was moved to revision rev by appending msgs (as stored,
+// with their ids) and by nothing else: the caller knows no other write
+// came between. When the NPC's index holds every message of revision held,
+// it indexes msgs from memory and holds revision rev, so that the next
+// search does not read them back. Otherwise it does nothing and the next
+// search reads what is new from the database, as always.
+func (r *Retriever) Appended(npc string, held, rev int64, msgs []*character.Message) {
+	r.mu.Lock()
+	x, ok := r.npcs[npc]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.histKnown || x.histRev != held {
+		return
+	}
+	var ms []msg
+	for _, m := range msgs {
+		// As the query reads them: searchable rows only, and none a
+		// search read meanwhile.
+		if m.ID <= x.lastMsg || m.Summary || m.Content == "" || (m.State != character.StateLive && m.State != character.StateArchived) ||
+			!slices.Contains(searchableRoles, m.Role) {
+			continue
+		}
+		ms = append(ms, msg{ID: m.ID, Role: m.Role, Content: m.Content, GameTime: m.GameTime, refs: m.EventRefs.V, decoded: true})
+	}
+	r.indexMessages(x, ms)
+	x.histRev = rev
 }
 
 // newEntry is a journal entry a refresh found.
@@ -336,11 +384,11 @@ func (r *Retriever) indexEntries(x *npcIndex, es []newEntry) {
 	})
 }
 
-// marksSQL reads, for refresh, an NPC's game clock (NULL when it has no
-// row), its memory revision (0 before its first memory) and its journal
+// marksSQL reads, for refresh, an NPC's game clock and history revision
+// (NULL when it has no row), its memory revision (0 before its first memory) and its journal
 // entries above an id, in id order: a row per entry, each with the clock
 // and revision, or one row with NULL entry columns when there is none.
-const marksSQL = `SELECT characters.game_time,
+const marksSQL = `SELECT characters.game_time, characters.history_rev,
 	COALESCE((SELECT rev FROM memory_revs WHERE memory_revs.character_id = ?), 0),
 	entries.id, entries.content, entries.importance, entries.game_time, entries.sources
 	FROM (SELECT 1 AS one) AS one LEFT JOIN characters ON characters.id = ?
@@ -362,13 +410,6 @@ const newMessagesSQL = `SELECT id, role, content, game_time, event_refs FROM mes
 var newMessagesSQLite = store.TimesAsText(newMessagesSQL, "game_time")
 
 func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
-	type msg struct {
-		ID        int64
-		Role      string
-		Content   string
-		GameTime  time.Time
-		EventRefs []byte
-	}
 	args := make([]any, 0, 4+len(searchableRoles))
 	args = append(args, x.npc, character.StateLive, character.StateArchived, x.lastMsg, false)
 	for _, role := range searchableRoles {
@@ -382,13 +423,34 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	var msgs []msg
 	for rows.Next() {
 		var m msg
-		if err := rows.Scan(&m.ID, &m.Role, &m.Content, store.TimeText{T: &m.GameTime}, &m.EventRefs); err != nil {
+		if err := rows.Scan(&m.ID, &m.Role, &m.Content, store.TimeText{T: &m.GameTime}, &m.rawRefs); err != nil {
 			return fmt.Errorf("index messages of %q: %w", x.npc, err)
 		}
 		msgs = append(msgs, m)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("index messages of %q: %w", x.npc, err)
+	}
+	r.indexMessages(x, msgs)
+	return nil
+}
+
+// msg is a searchable message to index: read from the database, its event
+// refs still JSON (rawRefs), or given by Appended, decoded.
+type msg struct {
+	ID       int64
+	Role     string
+	Content  string
+	GameTime time.Time
+	rawRefs  []byte
+	refs     []string
+	decoded  bool
+}
+
+// indexMessages indexes msgs, new messages of x's NPC in id order.
+func (r *Retriever) indexMessages(x *npcIndex, msgs []msg) {
+	if len(msgs) == 0 {
+		return
 	}
 	texts := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -406,13 +468,16 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 	// results are kept, so those searches need not read them.
 	x.rows.keepNewest(len(msgs), r.cfg.keepBytes, func(i int) (Result, error) {
 		m := msgs[i]
-		var refs store.JSON[[]string]
-		if err := refs.Scan(m.EventRefs); err != nil {
-			return Result{}, fmt.Errorf("index messages of %q: event refs of %d: %w", x.npc, m.ID, err)
+		refs := m.refs
+		if !m.decoded {
+			var js store.JSON[[]string]
+			if err := js.Scan(m.rawRefs); err != nil {
+				return Result{}, fmt.Errorf("index messages of %q: event refs of %d: %w", x.npc, m.ID, err)
+			}
+			refs = js.V
 		}
-		return messageResult(m.ID, m.Content, texts[i], refs.V, m.GameTime), nil
+		return messageResult(m.ID, m.Content, texts[i], refs, m.GameTime), nil
 	})
-	return nil
 }
 
 // searchableRoles are the message roles retrieval indexes: what the NPC

@@ -146,6 +146,12 @@ type Retriever interface {
 	Search(ctx context.Context, npc, query string, k int) ([]journal.Result, error)
 }
 
+// appender is a Retriever told of the messages a tick appended (see
+// journal.Retriever.Appended).
+type appender interface {
+	Appended(npc string, held, rev int64, msgs []*character.Message)
+}
+
 // Observer is told about ticks and model calls, for metrics. Its methods
 // must be quick and safe for concurrent use.
 type Observer interface {

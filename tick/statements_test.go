@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/npcd/npcd/internal/schema"
+	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/store"
 )
 
@@ -232,6 +234,62 @@ func TestBusyTickReadsTheNPCsRowOnce(t *testing.T) {
 		}
 		if len(reads) != 1 || !strings.Contains(reads[0], glanceFrom) {
 			t.Fatalf("tick %d read the NPC's state %d times, want only in the glance:\n%s", i, len(reads), strings.Join(reads, "\n"))
+		}
+	}
+}
+
+// newMessagesFrom is a piece of the statement the search index reads new
+// messages with.
+const newMessagesFrom = "FROM messages WHERE character_id = ? AND state IN"
+
+// The messages a tick stores go into the NPC's search index as the tick
+// commits them: the next tick's recall does not read them back, and the
+// index so kept ranks like one built from the database.
+func TestRecallDoesNotReadBackTheTicksMessages(t *testing.T) {
+	env, log := countingEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{"My name is Wren and I map the hills.", "The ferryman owes me four silver crowns.",
+		"Wren's map of Kestrel Hollow is in the chest.", "Four crowns, Brom, the ferryman swore it."}
+	for i, text := range lines {
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "wren", Text: text}}); err != nil {
+			t.Fatal(err)
+		}
+		log.reset()
+		if res, err := env.eng.Tick(ctx, "brom"); err != nil || res.Idle {
+			t.Fatal(res, err)
+		}
+		stmts, _ := log.taken()
+		var reads int
+		for _, s := range stmts {
+			if strings.Contains(s, newMessagesFrom) {
+				reads++
+			}
+		}
+		// The first tick builds the index from the database; the others
+		// find what the previous tick wrote already in it.
+		if want := min(i, 1) ^ 1; reads != want {
+			t.Fatalf("tick %d read the new messages %d times, want %d:\n%s", i, reads, want, strings.Join(stmts, "\n"))
+		}
+	}
+	ret := env.eng.deps.Retriever.(*journal.Retriever)
+	fresh, err := journal.NewRetriever(env.jour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"ferryman crowns", "Wren map", "Kestrel Hollow chest"} {
+		kept, err := ret.Search(ctx, "brom", q, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		built, err := fresh.Search(ctx, "brom", q, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kept) == 0 || !reflect.DeepEqual(kept, built) {
+			t.Fatalf("%q: the index kept by the ticks finds\n%+v\nthe index built from the database\n%+v", q, kept, built)
 		}
 	}
 }

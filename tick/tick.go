@@ -573,6 +573,11 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 	// unless another process had written to it since this tick read it.
 	if current {
 		e.history.put(c.ID, after.State.HistoryRev, afterTurn(ts.live, ts.current, masked))
+		// The search index too: the next recall need not read back
+		// what this tick wrote.
+		if a, ok := e.deps.Retriever.(appender); ok {
+			a.Appended(c.ID, c.State.HistoryRev, after.State.HistoryRev, ts.current)
+		}
 	} else {
 		e.history.drop(c.ID)
 	}
