@@ -142,6 +142,13 @@ func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.T
 			if err == nil {
 				n, err = res.RowsAffected()
 			}
+			if err == nil && n == 0 {
+				// A first sighting: the profile UpsertProfile would make,
+				// in one statement. No profile under the name's actor
+				// exists (the update would have found it), so the key is
+				// the name's own.
+				n, err = s.firstSeen(ctx, id, key, entity, name, at, updated)
+			}
 			if err != nil {
 				return fmt.Errorf("update profile %q of %q: %w", key, id, err)
 			}
@@ -175,6 +182,30 @@ func (s *Store) NoteSeen(ctx context.Context, id, entity, name string, at time.T
 	_, err := s.UpsertProfile(ctx, id, ProfileUpdate{Entity: entity, Name: name, SeenAt: at})
 	return err
 }
+
+// firstSeen inserts the profile UpsertProfile makes of an entity first
+// seen at at (SQLite, prepared), and reports 0 when it cannot or when the
+// profile exists.
+func (s *Store) firstSeen(ctx context.Context, id, key, entity, name string, at, updated time.Time) (int64, error) {
+	st, ok := s.prep.Stmt(ctx, s.db, firstSeenSQL)
+	if !ok {
+		return 0, nil
+	}
+	shown := strings.TrimSpace(entity)
+	if name != "" {
+		shown = clip(name, 128)
+	}
+	var rel store.JSON[map[string]float64]
+	res, err := st.ExecContext(ctx, id, key, shown, "", "", rel, 1, at, at, updated)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// firstSeenSQL inserts a profile unless one exists under its key.
+const firstSeenSQL = "INSERT INTO `profiles` (`character_id`,`entity`,`name`,`kind`,`description`,`relationship`,`mentions`,`first_seen`,`last_seen`,`updated_at`) " +
+	"VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT (`character_id`,`entity`) DO NOTHING"
 
 // noteSeenSQLs holds noteSeenSQL(named, actor) at [named][actor], 0 for
 // false and 1 for true.
