@@ -185,7 +185,7 @@ func (b *Builtin) tick(req Request) Message {
 	st := state{
 		role:     roleOf(firstLine(system), name),
 		present:  sectionLines(content, "## Present\n"),
-		recalled: append(append(sectionLines(content, "## Recalled\n"), earlierLines(req.Messages[:len(req.Messages)-1])...), summaryLines(system)...),
+		recalled: recalledLines(content, req.Messages[:len(req.Messages)-1], system),
 	}
 	if _, now, ok := strings.Cut(content, "\n[NOW]\n"); ok {
 		content = now
@@ -348,30 +348,59 @@ func sectionLines(content, header string) []string {
 	return out
 }
 
-// summaryLines returns the lines of the [CONTEXT SUMMARY] appended to a
-// system prompt.
-func summaryLines(system string) []string {
+// recalledLines returns what the NPC can remember for a user message of
+// content: the memories recalled for it (its working context), the event
+// lines of the earlier user messages, newest first, and the lines of its
+// context summary, in that order. The lines are counted first, so that the
+// list is allocated once.
+func recalledLines(content string, earlier []Message, system string) []string {
+	n := 0
+	eachRecalled(content, earlier, system, func(string) { n++ })
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	eachRecalled(content, earlier, system, func(l string) { out = append(out, l) })
+	return out
+}
+
+// eachRecalled calls f with each line recalledLines returns, in order.
+func eachRecalled(content string, earlier []Message, system string, f func(string)) {
+	if _, after, ok := strings.Cut(content, "## Recalled\n"); ok {
+		for l := range strings.SplitSeq(after, "\n") {
+			if !strings.HasPrefix(l, "- ") {
+				break
+			}
+			f(strings.TrimPrefix(l, "- "))
+		}
+	}
+	eachEarlierLine(earlier, f)
+	eachSummaryLine(system, f)
+}
+
+// eachSummaryLine calls f with each line of the [CONTEXT SUMMARY] appended
+// to a system prompt.
+func eachSummaryLine(system string, f func(string)) {
 	// The summary starts a line of its own; the instructions above it
 	// mention it mid-sentence.
 	i := strings.LastIndex(system, "\n[CONTEXT SUMMARY]")
 	if i < 0 {
-		return nil
+		return
 	}
 	summary := system[i:]
-	var out []string
 	for l := range strings.SplitSeq(summary, "\n") {
 		if l = strings.TrimSpace(l); strings.HasPrefix(l, "- ") {
-			out = append(out, strings.TrimPrefix(l, "- "))
+			f(strings.TrimPrefix(l, "- "))
 		}
 	}
-	return out
 }
 
-// earlierLines returns the event lines of earlier user messages, newest
-// first, without their working context.
-func earlierLines(ms []Message) []string {
-	var out []string
-	for i := len(ms) - 1; i >= 0 && len(out) < 200; i-- {
+// eachEarlierLine calls f with the event lines of earlier user messages,
+// newest first, without their working context: those of the newest
+// messages until 200 lines are given, the message that reaches them whole.
+func eachEarlierLine(ms []Message, f func(string)) {
+	n := 0
+	for i := len(ms) - 1; i >= 0 && n < 200; i-- {
 		if ms[i].Role != RoleUser {
 			continue
 		}
@@ -381,11 +410,11 @@ func earlierLines(ms []Message) []string {
 		}
 		for l := range strings.SplitSeq(content, "\n") {
 			if l = strings.TrimSpace(l); l != "" {
-				out = append(out, l)
+				f(l)
+				n++
 			}
 		}
 	}
-	return out
 }
 
 // bestRecall returns the recalled line sharing the most words with text

@@ -168,7 +168,7 @@ func actorKey(e character.Event) string {
 // workingContext builds the transient system message for this turn: profiles
 // of those present and memories recalled for what was perceived, within
 // budget tokens. It returns "" when there is nothing to say.
-func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs []character.Event, live map[int64]bool, budget int, counter *llm.Counter) (string, error) {
+func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs []character.Event, live []character.Message, budget int, counter *llm.Counter) (string, error) {
 	if budget <= 0 || len(evs) == 0 {
 		return "", nil
 	}
@@ -295,16 +295,29 @@ func profileLine(p character.Profile) string {
 	return b.String()
 }
 
-func allIn(ids []int64, set map[int64]bool) bool {
+// allIn reports whether ids is not empty and every one of them is the id of
+// a message of live. A tick looks up a few ids: a scan of live costs less
+// than building a set of its ids.
+func allIn(ids []int64, live []character.Message) bool {
 	if len(ids) == 0 {
 		return false
 	}
 	for _, id := range ids {
-		if !set[id] {
+		if !hasMessage(live, id) {
 			return false
 		}
 	}
 	return true
+}
+
+// hasMessage reports whether live holds the message of id.
+func hasMessage(live []character.Message, id int64) bool {
+	for i := range live {
+		if live[i].ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func truncate(s string, n int) string {
