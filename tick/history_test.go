@@ -10,6 +10,7 @@ import (
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/sleep"
 )
 
 // checkHeld fails unless the engine holds the NPC's live history at the
@@ -246,5 +247,93 @@ func TestMaskable(t *testing.T) {
 		if got := maskable(tc.live, 3, exempt); got != tc.want {
 			t.Errorf("%s: maskable = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A tick's compaction plans from the live history the engine holds when it
+// is at the stored revision, with the same result as a compaction that
+// reads it again; when another writer moved the history on, the held copy
+// is ignored and the stored history is read.
+func TestCompactionPlansFromTheHeldHistoryOnlyWhenCurrent(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	comp := env.eng.deps.Compactor.(*sleep.Compactor)
+	for _, id := range []string{"brom", "brom2"} {
+		c := brom()
+		c.ID = id
+		c.Compaction = character.CompactionSettings{PreserveRecentMessages: 2, PreserveRatio: 0.01}
+		if _, err := env.eng.PutNPC(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 6; i++ {
+			if _, _, err := env.eng.PostEvents(ctx, id, []EventInput{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: the mill wheel broke again.", i)}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.eng.Tick(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	get := func(id string) *character.Character {
+		t.Helper()
+		c, err := env.chars.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// The held copy is what a current revision plans from: an empty one
+	// leaves nothing to compact.
+	if rec, _, err := comp.CompactLive(ctx, get("brom2"), nil, sleep.TriggerEmergency, ""); err != nil || rec != nil {
+		t.Fatalf("planned from an empty held history: %+v, %v", rec, err)
+	}
+	want, _, err := comp.Compact(ctx, get("brom"), sleep.TriggerEmergency, "")
+	if err != nil || want == nil {
+		t.Fatalf("compaction read from the database: %+v, %v", want, err)
+	}
+	c2 := get("brom2")
+	held, ok := env.eng.history.get("brom2", c2.State.HistoryRev)
+	if !ok {
+		t.Fatal("brom2's history is not held")
+	}
+	got, _, err := env.eng.compact(ctx, c2, sleep.TriggerEmergency)
+	if err != nil || got == nil {
+		t.Fatalf("compaction of the held history: %+v, %v", got, err)
+	}
+	type outcome struct{ Messages, Before, After, Masked int }
+	if w, g := (outcome{want.MessagesCompacted, want.TokensBefore, want.TokensAfter, want.Masked}), (outcome{got.MessagesCompacted, got.TokensBefore, got.TokensAfter, got.Masked}); w != g || len(held) == 0 {
+		t.Fatalf("compaction of the held history %+v, of the stored one %+v", g, w)
+	}
+	prompts := func(id string) []llm.Message {
+		t.Helper()
+		live, err := env.chars.LiveMessages(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]llm.Message, len(live))
+		for i := range live {
+			out[i] = live[i].Prompt()
+		}
+		return out
+	}
+	if diff := cmp.Diff(prompts("brom"), prompts("brom2")); diff != "" {
+		t.Fatalf("the two compactions left different histories (-stored +held):\n%s", diff)
+	}
+
+	// Another process appends: the revision moves on, and the held copy
+	// (here an empty one, which would compact nothing) is not used.
+	stale := get("brom2")
+	for i := 0; i < 4; i++ {
+		foreign := []*character.Message{
+			{Role: llm.RoleUser, Content: fmt.Sprintf("[2026-11-21 10:0%d] bob says: \"a word from elsewhere\"", i), Turn: stale.State.Turn + int64(i) + 1},
+			{Role: llm.RoleAssistant, Content: "Aye.", Turn: stale.State.Turn + int64(i) + 1},
+		}
+		if err := env.chars.AppendMessages(ctx, "brom2", foreign, env.eng.Counter(stale.Model), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, _, err := comp.CompactLive(ctx, stale, nil, sleep.TriggerEmergency, "")
+	if err != nil || rec == nil {
+		t.Fatalf("compaction after another writer: %+v, %v; want the stored history compacted", rec, err)
 	}
 }

@@ -281,12 +281,30 @@ func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) e
 		ts.readFirst = read
 		return err
 	}
-	rec, after, err := comp.Compact(ctx, ts.c, sleep.TriggerEmergency, "")
+	rec, after, err := e.compact(ctx, ts.c, sleep.TriggerEmergency)
 	if err != nil {
 		return fmt.Errorf("emergency compaction: %w", err)
 	}
 	ts.c, ts.comp = after, rec
 	return nil
+}
+
+// liveCompactor is a Compactor that can plan from the live history its
+// caller holds instead of reading it again, as sleep.Compactor does.
+type liveCompactor interface {
+	CompactLive(ctx context.Context, c *character.Character, live []character.Message, trigger, instruction string) (*sleep.Record, *character.Character, error)
+}
+
+// compact runs a compaction of NPC c for a tick: of the live history held
+// in memory at c's revision when there is one and the Compactor can use it,
+// so that the history is not read again, else as Compactor.Compact does.
+func (e *Engine) compact(ctx context.Context, c *character.Character, trigger string) (*sleep.Record, *character.Character, error) {
+	if lc, ok := e.deps.Compactor.(liveCompactor); ok {
+		if live, ok := e.history.get(c.ID, c.State.HistoryRev); ok {
+			return lc.CompactLive(ctx, c, live, trigger, "")
+		}
+	}
+	return e.deps.Compactor.Compact(ctx, c, trigger, "")
 }
 
 // runModel runs the model's step loop, routing each tool call.
@@ -319,7 +337,7 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 				ts.recovery = RecoveryCompacted
 				ts.readFirst = false
 				if e.deps.Compactor != nil {
-					rec, after, cerr := e.deps.Compactor.Compact(ctx, ts.c, sleep.TriggerOverflow, "")
+					rec, after, cerr := e.compact(ctx, ts.c, sleep.TriggerOverflow)
 					if cerr != nil {
 						return fmt.Errorf("overflow compaction: %w", cerr)
 					}
