@@ -337,24 +337,33 @@ func truncate(s string, n int) string {
 // current turn's user message, under NowHeader, so everything before the
 // current turn stays identical from tick to tick, as prompt caches want.
 func assemble(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
+	return (*livePrompt)(nil).assemble(system, live, working, current)
+}
+
+// assemble is the package's assemble taking the leading system message and
+// the live history's messages from lp, converting only what lp does not
+// hold yet; with lp nil it converts everything. The slice it returns is
+// always new: a model may keep it.
+func (lp *livePrompt) assemble(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
 	out := make([]llm.Message, 0, len(live)+len(current)+1)
+	held := lp.sync(live)
 	if len(live) > 0 && live[0].Summary {
-		body := strings.TrimPrefix(live[0].Content, character.SummaryPrefix)
-		system += "\n\n" + character.SummaryPrefix + llm.Defuse(body)
+		system = lp.withSummary(system, live[0].Content)
 		live = live[1:]
+		if held != nil {
+			held = held[1:]
+		}
 	}
 	out = append(out, llm.Message{Role: llm.RoleSystem, Content: system})
-	// Every stored message is defused as it enters the prompt: players'
-	// events, the game's tool results and the NPC's own words, which echo
-	// them, whenever they were stored.
-	for i := range live {
-		pm := live[i].Prompt()
-		pm.Content = llm.Defuse(pm.Content)
-		out = append(out, pm)
+	if held != nil {
+		out = append(out, held...)
+	} else {
+		for i := range live {
+			out = append(out, promptOf(&live[i]))
+		}
 	}
 	for _, m := range current {
-		pm := m.Prompt()
-		pm.Content = llm.Defuse(pm.Content)
+		pm := promptOf(m)
 		if working != "" && pm.Role == llm.RoleUser {
 			pm.Content = working + "\n\n" + NowHeader + "\n" + pm.Content
 			working = ""
@@ -362,4 +371,20 @@ func assemble(system string, live []character.Message, working string, current [
 		out = append(out, pm)
 	}
 	return out
+}
+
+// promptOf is a stored message as it enters the prompt. Every stored
+// message is defused there: players' events, the game's tool results and
+// the NPC's own words, which echo them, whenever they were stored.
+func promptOf(m *character.Message) llm.Message {
+	pm := m.Prompt()
+	pm.Content = llm.Defuse(pm.Content)
+	return pm
+}
+
+// joinSummary is the leading system message of a prompt: the system text,
+// then the live summary, defused.
+func joinSummary(system, summary string) string {
+	body := strings.TrimPrefix(summary, character.SummaryPrefix)
+	return system + "\n\n" + character.SummaryPrefix + llm.Defuse(body)
 }

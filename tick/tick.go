@@ -316,17 +316,20 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 	// The call ids of the history as it stood before the turn, and those
 	// given out since: looked up in place, as a turn looks up only a few.
 	seen := seenCalls{history: ts.live}
+	// The prompt form of the live history is kept with it, so that each
+	// call converts only what is new.
+	lp := e.history.promptOf(c.ID)
 	for step := 0; step < c.MaxSteps; {
 		if step > 0 && ts.readFirst {
-			if err := e.fitStep(ctx, ts, assemble(system, ts.live, working, ts.current)); err != nil {
+			if err := e.fitStep(ctx, ts, lp.assemble(system, ts.live, working, ts.current)); err != nil {
 				return err
 			}
 		}
-		history := ts.live
 		if newestOnly {
-			history = newestTurn(ts.live, ts.turn)
+			req.Messages = assemble(system, newestTurn(ts.live, ts.turn), working, ts.current)
+		} else {
+			req.Messages = lp.assemble(system, ts.live, working, ts.current)
 		}
-		req.Messages = assemble(system, history, working, ts.current)
 		callStart := e.deps.Clock.Now()
 		resp, err := e.chat(ctx, c, req)
 		ts.modelTime += e.deps.Clock.Since(callStart)
