@@ -1251,8 +1251,12 @@ type Masked struct {
 
 // MaskToolResults masks live tool results of turns older than beforeTurn,
 // except those of exempt tools, and takes the saving off the running total.
+// Only the results whose placeholder is smaller are read (MaskMessages
+// would leave the others alone): most often, short results such as "ok",
+// none.
 func (s *Store) MaskToolResults(ctx context.Context, id string, beforeTurn int64, exempt []string) (Masked, error) {
-	q := s.q(ctx).Model(&Message{}).Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND turn < ?", id, StateLive, "tool", false, beforeTurn)
+	q := s.q(ctx).Model(&Message{}).Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND turn < ? AND mask_tokens < view_tokens",
+		id, StateLive, "tool", false, beforeTurn)
 	if len(exempt) > 0 {
 		q = q.Where("tool_name NOT IN ?", exempt)
 	}
