@@ -196,7 +196,8 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			if r.Kind == "message" && allIn(r.Sources.MessageIDs, live) {
 				continue // already in the live context
 			}
-			recalled = append(recalled, fmt.Sprintf("- [%s] %s", r.GameTime.UTC().Format("2006-01-02"), truncate(text.OneLine(llm.Defuse(r.Content)), 400)))
+			var day [len(time.DateOnly)]byte
+			recalled = append(recalled, "- ["+string(r.GameTime.UTC().AppendFormat(day[:0], time.DateOnly))+"] "+truncate(text.OneLine(llm.Defuse(r.Content)), 400))
 			if len(recalled) == e.cfg.RecallK {
 				break
 			}
@@ -207,6 +208,14 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 	}
 	// Fill within budget: header, then present, then recalled, line by line.
 	var b strings.Builder
+	size := len(WorkingContextHeader) + 2 + len(PresentHeader) + len(RecalledHeader)
+	for _, l := range present {
+		size += 1 + len(l)
+	}
+	for _, l := range recalled {
+		size += 1 + len(l)
+	}
+	b.Grow(size)
 	b.WriteString(WorkingContextHeader)
 	used := counter.Text(WorkingContextHeader) + 8
 	add := func(header string, lines []string) {
@@ -220,11 +229,12 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 		b.WriteString(h)
 		used += counter.Text(h)
 		for _, l := range lines {
-			n := counter.Text("\n" + l)
+			l = "\n" + l
+			n := counter.Text(l)
 			if used+n > budget {
 				return
 			}
-			b.WriteString("\n" + l)
+			b.WriteString(l)
 			used += n
 		}
 	}
