@@ -40,6 +40,23 @@ type part struct {
 type group struct {
 	res   *Result
 	parts []part
+	// first holds the first parts, so that a result of one or two parts
+	// costs no allocation of its own.
+	first [2]part
+}
+
+// newGroup returns a group of res with its first part p, in buf's array,
+// which grows into a new one when full (the groups given before stay
+// where they are).
+func newGroup(buf *[]group, res *Result, p part) *group {
+	if len(*buf) == cap(*buf) {
+		*buf = make([]group, 0, max(8, 2*cap(*buf)))
+	}
+	*buf = append(*buf, group{res: res})
+	g := &(*buf)[len(*buf)-1]
+	g.first[0] = p
+	g.parts = g.first[:1]
+	return g
 }
 
 // partSlot is one part of a group.
@@ -55,8 +72,10 @@ type collectScratch struct {
 	byKey  map[string]partSlot
 	byRank map[int32]*group
 	loaded map[itemKey]*Result
-	// results holds the rows loaded, which loaded points into (keepResult).
+	// results holds the rows loaded, which loaded points into (keepResult);
+	// groups the groups built (newGroup).
 	results []Result
+	groups  []group
 }
 
 var collectScratches = sync.Pool{New: func() any {
@@ -69,7 +88,7 @@ func getScratch() *collectScratch { return collectScratches.Get().(*collectScrat
 // put empties sc and returns it to the pool. Maps grown past a search of
 // MaxK results are dropped instead.
 func (sc *collectScratch) put() {
-	if len(sc.byKey) > 8*MaxK || cap(sc.results) > 8*MaxK {
+	if len(sc.byKey) > 8*MaxK || cap(sc.results) > 8*MaxK || cap(sc.groups) > 8*MaxK {
 		return
 	}
 	clear(sc.byKey)
@@ -77,6 +96,8 @@ func (sc *collectScratch) put() {
 	clear(sc.loaded)
 	clear(sc.results)
 	sc.results = sc.results[:0]
+	clear(sc.groups)
+	sc.groups = sc.groups[:0]
 	collectScratches.Put(sc)
 }
 
@@ -187,7 +208,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				if len(out) == k {
 					continue
 				}
-				at = partSlot{&group{res: res, parts: []part{{rank: rank, text: res.Content, sources: cleanSources(res.Sources)}}}, 0}
+				at = partSlot{newGroup(&sc.groups, res, part{rank: rank, text: res.Content, sources: cleanSources(res.Sources)}), 0}
 				out = append(out, at.g)
 				if rank >= 0 {
 					byRank[rank] = at.g
