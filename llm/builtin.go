@@ -137,7 +137,9 @@ func parseEvent(line string) perceived {
 
 // snippet returns up to n bytes of s, cut at a word boundary.
 func snippet(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	if !singleSpaced(s) {
+		s = strings.Join(strings.Fields(s), " ")
+	}
 	if len(s) <= n {
 		return s
 	}
@@ -149,6 +151,21 @@ func snippet(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// singleSpaced reports whether s is ASCII with its words already apart by
+// single spaces, none before or after them: what joining its fields by a
+// space gives back unchanged.
+func singleSpaced(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x80, c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			return false
+		case c == ' ' && (i == 0 || i == len(s)-1 || s[i+1] == ' '):
+			return false
+		}
+	}
+	return true
 }
 
 func toolNames(tools []Tool) map[string]bool {
