@@ -200,9 +200,9 @@ func (b *Builtin) tick(req Request) Message {
 	// What it can remember: the memories recalled for this turn, what it
 	// perceived earlier in the live history, its context summary.
 	st := state{
-		role:     roleOf(firstLine(system), name),
-		present:  sectionLines(content, "## Present\n"),
-		recalled: recalledLines(content, req.Messages[:len(req.Messages)-1], system),
+		role:    roleOf(firstLine(system), name),
+		present: sectionLines(content, "## Present\n"),
+		content: content, earlier: req.Messages[:len(req.Messages)-1], system: system,
 	}
 	if _, now, ok := strings.Cut(content, "\n[NOW]\n"); ok {
 		content = now
@@ -284,9 +284,13 @@ var (
 // state is what the NPC has in mind when it answers: the words of a reply
 // come from here, never from what it just perceived.
 type state struct {
-	role     string   // the persona's description of the NPC ("the gruff village blacksmith of Oakvale")
-	present  []string // what it knows of those present (profile lines)
-	recalled []string // memories, earlier exchanges, summary lines
+	role    string   // the persona's description of the NPC ("the gruff village blacksmith of Oakvale")
+	present []string // what it knows of those present (profile lines)
+	// What it remembers — memories, earlier exchanges, summary lines — is
+	// read from the user message's content, the earlier messages and the
+	// system prompt where they are (eachRecalled).
+	content, system string
+	earlier         []Message
 }
 
 // reaction is the words of a reply to ev: a promise to look out for what
@@ -298,7 +302,7 @@ func reaction(ev perceived, who string, st state, h uint64) string {
 	if lostRe.MatchString(text) { // a promise, in the NPC's own words
 		return fmt.Sprintf("That's bad news, %s. I'll keep an eye out for it.", who)
 	}
-	if best := bestRecall(text, st.recalled); best != "" {
+	if best := bestRecallIn(text, st.content, st.earlier, st.system); best != "" {
 		return fmt.Sprintf("%s, I remember: %s", who, snippet(best, 160))
 	}
 	if known := knownOf(who, st.present); known != "" {
@@ -365,23 +369,10 @@ func sectionLines(content, header string) []string {
 	return out
 }
 
-// recalledLines returns what the NPC can remember for a user message of
-// content: the memories recalled for it (its working context), the event
-// lines of the earlier user messages, newest first, and the lines of its
-// context summary, in that order. The lines are counted first, so that the
-// list is allocated once.
-func recalledLines(content string, earlier []Message, system string) []string {
-	n := 0
-	eachRecalled(content, earlier, system, func(string) { n++ })
-	if n == 0 {
-		return nil
-	}
-	out := make([]string, 0, n)
-	eachRecalled(content, earlier, system, func(l string) { out = append(out, l) })
-	return out
-}
-
-// eachRecalled calls f with each line recalledLines returns, in order.
+// eachRecalled calls f with what the NPC can remember for a user message
+// of content, in order: the memories recalled for it (its working
+// context), the event lines of the earlier user messages, newest first, and
+// the lines of its context summary.
 func eachRecalled(content string, earlier []Message, system string, f func(string)) {
 	if _, after, ok := strings.Cut(content, "## Recalled\n"); ok {
 		for l := range strings.SplitSeq(after, "\n") {
@@ -437,49 +428,82 @@ func eachEarlierLine(ms []Message, f func(string)) {
 // bestRecall returns the recalled line sharing the most words with text
 // (the first of those sharing as many), skipping the NPC's own words.
 func bestRecall(text string, recalled []string) string {
-	var ws wordScanner
+	var sc recallScorer
+	if !sc.init(text) {
+		return ""
+	}
+	for _, r := range recalled {
+		sc.consider(r)
+	}
+	return sc.best
+}
+
+// bestRecallIn is bestRecall of the lines the NPC remembers for a user
+// message of content (eachRecalled), read where they are.
+func bestRecallIn(text, content string, earlier []Message, system string) string {
+	var sc recallScorer
+	if !sc.init(text) {
+		return ""
+	}
+	eachRecalled(content, earlier, system, sc.consider)
+	return sc.best
+}
+
+// recallScorer finds bestRecall's line among the lines it considers.
+type recallScorer struct {
+	ws     wordScanner
+	words  []string // text's content words, lower-cased, each once
+	shared []bool
+	best   string
+	bestN  int
+}
+
+// init takes the text to answer; false when it has no content word.
+func (sc *recallScorer) init(text string) bool {
 	var bounds [][2]int // of text's content words in ws.buf, each once
-	ws.words(text, func(i, j int) {
+	sc.ws.words(text, func(i, j int) {
 		for _, b := range bounds {
-			if string(ws.buf[b[0]:b[1]]) == string(ws.buf[i:j]) {
+			if string(sc.ws.buf[b[0]:b[1]]) == string(sc.ws.buf[i:j]) {
 				return
 			}
 		}
 		bounds = append(bounds, [2]int{i, j})
 	})
 	if len(bounds) == 0 {
-		return ""
+		return false
 	}
-	lower := string(ws.buf) // text lower-cased, of which words are parts
-	words := make([]string, len(bounds))
+	lower := string(sc.ws.buf) // text lower-cased, of which words are parts
+	sc.words = make([]string, len(bounds))
 	for k, b := range bounds {
-		words[k] = lower[b[0]:b[1]]
+		sc.words[k] = lower[b[0]:b[1]]
 	}
-	shared := make([]bool, len(words))
-	best, bestN := "", 0
-	for _, r := range recalled {
-		if ownWords(r) {
-			// Quoting its own earlier replies would nest quotes of quotes
-			// into every new line the NPC says and journals.
-			continue
-		}
-		clear(shared)
-		n := 0
-		ws.words(r, func(i, j int) {
-			w := ws.buf[i:j]
-			for k, x := range words {
-				if !shared[k] && x == string(w) {
-					shared[k] = true
-					n++
-					return
-				}
+	sc.shared = make([]bool, len(sc.words))
+	return true
+}
+
+// consider takes the recalled line r, the best so far if it shares more
+// words with the text than the best before it.
+func (sc *recallScorer) consider(r string) {
+	if ownWords(r) {
+		// Quoting its own earlier replies would nest quotes of quotes
+		// into every new line the NPC says and journals.
+		return
+	}
+	clear(sc.shared)
+	n := 0
+	sc.ws.words(r, func(i, j int) {
+		w := sc.ws.buf[i:j]
+		for k, x := range sc.words {
+			if !sc.shared[k] && x == string(w) {
+				sc.shared[k] = true
+				n++
+				return
 			}
-		})
-		if n > bestN {
-			best, bestN = r, n
 		}
+	})
+	if n > sc.bestN {
+		sc.best, sc.bestN = r, n
 	}
-	return best
 }
 
 var smallWords = map[string]bool{"the": true, "a": true, "an": true, "you": true, "i": true, "me": true, "my": true,
