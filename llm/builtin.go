@@ -39,6 +39,10 @@ type Builtin struct {
 // NewBuiltin returns the offline model.
 func NewBuiltin() *Builtin { return &Builtin{counter: NewCounter(BuiltinModel)} }
 
+// BorrowsMessages marks that Chat keeps nothing of req.Messages once it
+// returns (see MessagesBorrower).
+func (b *Builtin) BorrowsMessages() {}
+
 // Chat answers req.
 func (b *Builtin) Chat(ctx context.Context, req Request) (Response, error) {
 	if err := ctx.Err(); err != nil {

@@ -122,14 +122,18 @@ func (h *historyCache) promptOf(id string) *livePrompt {
 // read again, compacted, written by another process — is another array.
 // head is the leading system message made of the system text headSystem
 // and the summary headSummary. Only the tick holding the NPC's lock reads
-// or writes it; the slices given to a model are always new, and share only
-// what is never changed, so a model may keep them.
+// or writes it; the slices given to a model are new, and share only what
+// is never changed, so a model may keep them, unless the model keeps none
+// (assembleLent).
 type livePrompt struct {
 	base                          *character.Message
 	msgs                          []llm.Message
 	ids                           []int64
 	masked                        []bool
 	headSystem, headSummary, head string
+	// lent is the array of the prompts given to a model that keeps none
+	// of them (livePrompt.assembleLent).
+	lent []llm.Message
 }
 
 // sync returns the prompt form of every message of live, converting only
@@ -183,7 +187,7 @@ func (lp *livePrompt) bytes() int64 {
 	if lp == nil {
 		return 0
 	}
-	n := int64(cap(lp.msgs))*int64(unsafe.Sizeof(llm.Message{})) + int64(cap(lp.ids))*9 + int64(len(lp.head))
+	n := int64(cap(lp.msgs)+cap(lp.lent))*int64(unsafe.Sizeof(llm.Message{})) + int64(cap(lp.ids))*9 + int64(len(lp.head))
 	for i := range lp.msgs {
 		if lp.masked[i] {
 			n += int64(len(lp.msgs[i].Content))

@@ -352,6 +352,10 @@ type promptChecker struct {
 	// masked counts the calls whose history held a masked result.
 	masked int
 	kept   [][]llm.Message
+	// lent says it is a borrowingChecker; arrays are then the arrays of
+	// the prompts it was given.
+	lent   bool
+	arrays map[*llm.Message]bool
 	seen   []string // kept[i] as given
 }
 
@@ -378,11 +382,25 @@ func (p *promptChecker) Chat(ctx context.Context, req llm.Request) (llm.Response
 		} else if diff := cmp.Diff(want, req.Messages[:len(want)]); diff != "" {
 			p.t.Errorf("call %d: the prompt's history is not the stored one (-stored +sent):\n%s", p.calls, diff)
 		}
-		p.kept = append(p.kept, req.Messages)
-		p.seen = append(p.seen, renderPrompt(req.Messages, nil))
+		if p.lent {
+			// It keeps nothing of the slice: only which array it was.
+			if p.arrays == nil {
+				p.arrays = map[*llm.Message]bool{}
+			}
+			p.arrays[&req.Messages[0]] = true
+		} else {
+			p.kept = append(p.kept, req.Messages)
+			p.seen = append(p.seen, renderPrompt(req.Messages, nil))
+		}
 	}
 	return p.model.Chat(ctx, req)
 }
+
+// borrowingChecker is promptChecker as a model that keeps nothing of the
+// prompts it is given (llm.MessagesBorrower).
+type borrowingChecker struct{ *promptChecker }
+
+func (borrowingChecker) BorrowsMessages() {}
 
 // The prompt form of the history a tick keeps is never stale: over ticks
 // that mask tool results (by policy and before the call), compact, and
@@ -390,10 +408,21 @@ func (p *promptChecker) Chat(ctx context.Context, req llm.Request) (llm.Response
 // prompt holds the stored history as sent afresh, and no prompt given to
 // the model changes afterwards.
 func TestKeptPromptIsTheStoredHistory(t *testing.T) {
+	t.Run("kept", func(t *testing.T) { checkKeptPrompt(t, false) })
+	// A model that keeps nothing of its prompts gets each one in the same
+	// array, and still the stored history.
+	t.Run("lent", func(t *testing.T) { checkKeptPrompt(t, true) })
+}
+
+func checkKeptPrompt(t *testing.T, lent bool) {
 	var pc *promptChecker
 	env := openEnvDeps(t, filepath.Join(t.TempDir(), "npcd.db"), nil, 0, func(d *Deps) {
-		pc = &promptChecker{t: t, id: "brom", model: d.Builtin}
-		d.Builtin = pc
+		pc = &promptChecker{t: t, id: "brom", model: d.Builtin, lent: lent}
+		if lent {
+			d.Builtin = borrowingChecker{pc}
+		} else {
+			d.Builtin = pc
+		}
 	})
 	pc.env = env
 	ctx := context.Background()
@@ -465,6 +494,12 @@ func TestKeptPromptIsTheStoredHistory(t *testing.T) {
 		if got := renderPrompt(ms, nil); got != pc.seen[i] {
 			t.Fatalf("the prompt of call %d changed after it was sent", i+1)
 		}
+	}
+	if lent && len(pc.arrays) > pc.calls/4 {
+		t.Fatalf("%d calls were given %d arrays: the prompt's array is not reused", pc.calls, len(pc.arrays))
+	}
+	if !lent && len(pc.kept) != pc.calls {
+		t.Fatalf("%d prompts kept of %d calls", len(pc.kept), pc.calls)
 	}
 }
 

@@ -355,7 +355,27 @@ func assemble(system string, live []character.Message, working string, current [
 // hold yet; with lp nil it converts everything. The slice it returns is
 // always new: a model may keep it.
 func (lp *livePrompt) assemble(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
-	out := make([]llm.Message, 0, len(live)+len(current)+1)
+	return lp.build(make([]llm.Message, 0, len(live)+len(current)+1), system, live, working, current)
+}
+
+// assembleLent is assemble for a model that keeps nothing of the slice it
+// is given (llm.MessagesBorrower): the slice is built in lp's array, the
+// one the previous call of the NPC's model was given. With lp nil it is
+// assemble.
+func (lp *livePrompt) assembleLent(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
+	if lp == nil {
+		return lp.assemble(system, live, working, current)
+	}
+	if n := len(live) + len(current) + 1; cap(lp.lent) < n {
+		lp.lent = make([]llm.Message, 0, n+n/4)
+	}
+	out := lp.build(lp.lent[:0], system, live, working, current)
+	lp.lent = out[:0]
+	return out
+}
+
+// build appends the prompt to out (see assemble).
+func (lp *livePrompt) build(out []llm.Message, system string, live []character.Message, working string, current []*character.Message) []llm.Message {
 	held := lp.sync(live)
 	if len(live) > 0 && live[0].Summary {
 		system = lp.withSummary(system, live[0].Content)

@@ -317,18 +317,23 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 	// given out since: looked up in place, as a turn looks up only a few.
 	seen := seenCalls{history: ts.live}
 	// The prompt form of the live history is kept with it, so that each
-	// call converts only what is new.
+	// call converts only what is new; a model that keeps nothing of the
+	// prompt it is given gets each one in the same array.
 	lp := e.history.promptOf(c.ID)
+	prompt := lp.assemble
+	if _, ok := e.models.Model(c.Model).(llm.MessagesBorrower); ok {
+		prompt = lp.assembleLent
+	}
 	for step := 0; step < c.MaxSteps; {
 		if step > 0 && ts.readFirst {
-			if err := e.fitStep(ctx, ts, lp.assemble(system, ts.live, working, ts.current)); err != nil {
+			if err := e.fitStep(ctx, ts, prompt(system, ts.live, working, ts.current)); err != nil {
 				return err
 			}
 		}
 		if newestOnly {
 			req.Messages = assemble(system, newestTurn(ts.live, ts.turn), working, ts.current)
 		} else {
-			req.Messages = lp.assemble(system, ts.live, working, ts.current)
+			req.Messages = prompt(system, ts.live, working, ts.current)
 		}
 		callStart := e.deps.Clock.Now()
 		resp, err := e.chat(ctx, c, req)
