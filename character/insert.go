@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -48,7 +49,8 @@ func (s *Store) insertMessages(ctx context.Context, db *gorm.DB, msgs []*Message
 	if !ok {
 		return false, nil
 	}
-	args := make([]any, 0, len(msgs)*len(messageColumns))
+	ap := insertArgs.Get().(*[]any)
+	args := (*ap)[:0]
 	for _, m := range msgs {
 		args = messageArgs(args, m)
 	}
@@ -56,8 +58,21 @@ func (s *Store) insertMessages(ctx context.Context, db *gorm.DB, msgs []*Message
 	for i, m := range msgs {
 		ids[i] = &m.ID
 	}
-	return true, store.ScanIDs(ctx, st, args, ids)
+	err := store.ScanIDs(ctx, st, args, ids)
+	// The statement has read the arguments: the list is kept for the next
+	// insert, emptied so that it holds no message's values.
+	clear(args)
+	*ap = args[:0]
+	insertArgs.Put(ap)
+	return true, err
 }
+
+// insertArgs are argument lists of insertMessages, reused: a tick's insert
+// passes some sixty values.
+var insertArgs = sync.Pool{New: func() any {
+	a := make([]any, 0, MaxPreparedRows*len(messageColumns))
+	return &a
+}}
 
 // insertEventSQL stores one event unless its ref was seen (SQLite),
 // returning its seq only when it was stored.

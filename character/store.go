@@ -1251,8 +1251,12 @@ type Masked struct {
 
 // MaskToolResults masks live tool results of turns older than beforeTurn,
 // except those of exempt tools, and takes the saving off the running total.
+// Only the results whose placeholder is smaller are read (MaskMessages
+// would leave the others alone): most often, short results such as "ok",
+// none.
 func (s *Store) MaskToolResults(ctx context.Context, id string, beforeTurn int64, exempt []string) (Masked, error) {
-	q := s.q(ctx).Model(&Message{}).Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND turn < ?", id, StateLive, "tool", false, beforeTurn)
+	q := s.q(ctx).Model(&Message{}).Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND turn < ? AND mask_tokens < view_tokens",
+		id, StateLive, "tool", false, beforeTurn)
 	if len(exempt) > 0 {
 		q = q.Where("tool_name NOT IN ?", exempt)
 	}
@@ -1324,23 +1328,18 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 		// the totals need of them. A row that was not live is left alone
 		// and missing from the answer: the caller's transaction, which
 		// fails then, undoes the rest.
-		var rows []Message
-		res := db.Model(&rows).Clauses(clause.Returning{Columns: archivedColumns}).
-			Where("character_id = ? AND state = ? AND id IN ?", id, StateLive, ids[start:end]).
-			UpdateColumns(map[string]any{"state": StateArchived, "compaction_id": compactionID})
-		if res.Error != nil {
-			return fmt.Errorf("archive messages of %q: %w", id, res.Error)
+		// Read by hand, not by gorm's reflection into whole messages: a
+		// compaction archives many rows.
+		rows, err := db.Raw(archiveSQL, StateArchived, compactionID, id, StateLive, ids[start:end]).Rows()
+		if err != nil {
+			return fmt.Errorf("archive messages of %q: %w", id, err)
 		}
-		if len(rows) != end-start {
-			return fmt.Errorf("archive messages of %q: %w: %d of %d messages are not live", id, ErrInvalid, end-start-len(rows), end-start)
+		n, err := archived(rows, &live, &summary, &count)
+		if err != nil {
+			return fmt.Errorf("archive messages of %q: %w", id, err)
 		}
-		for _, m := range rows {
-			if m.Summary {
-				summary += m.PromptTokens()
-				continue
-			}
-			live += m.PromptTokens()
-			count++
+		if n != end-start {
+			return fmt.Errorf("archive messages of %q: %w: %d of %d messages are not live", id, ErrInvalid, end-start-n, end-start)
 		}
 	}
 	err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
@@ -1356,8 +1355,39 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 	return nil
 }
 
-// archivedColumns are what archive reads back of the rows it archives.
-var archivedColumns = []clause.Column{{Name: "id"}, {Name: "summary"}, {Name: "masked"}, {Name: "view_tokens"}, {Name: "mask_tokens"}}
+// archiveSQL archives a batch of an NPC's live messages and reads back
+// what the running totals need of them.
+const archiveSQL = "UPDATE messages SET state = ?, compaction_id = ? WHERE character_id = ? AND state = ? AND id IN ? " +
+	"RETURNING summary, masked, view_tokens, mask_tokens"
+
+// archived reads the rows archiveSQL returns, closing them: it adds what
+// they cost in the prompt to summary for the summary, to live for the
+// others, whose number it adds to count, and returns the number of rows.
+func archived(rows *sql.Rows, live, summary, count *int) (int, error) {
+	defer rows.Close()
+	n := 0
+	var (
+		isSummary, masked      sql.NullBool
+		viewTokens, maskTokens sql.NullInt64
+	)
+	for rows.Next() {
+		if err := rows.Scan(&isSummary, &masked, &viewTokens, &maskTokens); err != nil {
+			return 0, err
+		}
+		m := Message{Masked: masked.Bool, ViewTokens: int(viewTokens.Int64), MaskTokens: int(maskTokens.Int64)}
+		n++
+		if isSummary.Bool {
+			*summary += m.PromptTokens()
+			continue
+		}
+		*live += m.PromptTokens()
+		*count++
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	return n, rows.Close()
+}
 
 // newRev returns a fresh history revision: random, so that revisions
 // written by different processes, or by an NPC deleted and created again,

@@ -155,6 +155,12 @@ func (x *npcIndex) queryKeys(terms []string, expand float64) (keys []string, wei
 // returns at most limit of each kind, best first per kind. Only the
 // postings of the looked-up keys are read.
 func (x *npcIndex) keyword(terms []string, limit int, expand, b float64) []kwHit {
+	return x.keywordInto(nil, terms, limit, expand, b)
+}
+
+// keywordInto is keyword returning the hits in dst's array when it has
+// room for them.
+func (x *npcIndex) keywordInto(dst []kwHit, terms []string, limit int, expand, b float64) []kwHit {
 	n := len(x.items)
 	if n == 0 || limit <= 0 || len(terms) == 0 {
 		return nil
@@ -214,7 +220,12 @@ func (x *npcIndex) keyword(terms []string, limit int, expand, b float64) []kwHit
 		}
 	}
 	x.touched = touched[:0]
-	out := make([]kwHit, len(tops[0])+len(tops[1])+len(tops[2]))
+	out := dst[:0]
+	if total := len(tops[0]) + len(tops[1]) + len(tops[2]); cap(out) >= total {
+		out = out[:total]
+	} else {
+		out = make([]kwHit, total)
+	}
 	at := 0
 	for i := range tops {
 		// Popped worst first, into place from the end of the kind's run.

@@ -40,6 +40,23 @@ type part struct {
 type group struct {
 	res   *Result
 	parts []part
+	// first holds the first parts, so that a result of one or two parts
+	// costs no allocation of its own.
+	first [2]part
+}
+
+// newGroup returns a group of res with its first part p, in buf's array,
+// which grows into a new one when full (the groups given before stay
+// where they are).
+func newGroup(buf *[]group, res *Result, p part) *group {
+	if len(*buf) == cap(*buf) {
+		*buf = make([]group, 0, max(8, 2*cap(*buf)))
+	}
+	*buf = append(*buf, group{res: res})
+	g := &(*buf)[len(*buf)-1]
+	g.first[0] = p
+	g.parts = g.first[:1]
+	return g
 }
 
 // partSlot is one part of a group.
@@ -55,6 +72,10 @@ type collectScratch struct {
 	byKey  map[string]partSlot
 	byRank map[int32]*group
 	loaded map[itemKey]*Result
+	// results holds the rows loaded, which loaded points into (keepResult);
+	// groups the groups built (newGroup).
+	results []Result
+	groups  []group
 }
 
 var collectScratches = sync.Pool{New: func() any {
@@ -67,13 +88,33 @@ func getScratch() *collectScratch { return collectScratches.Get().(*collectScrat
 // put empties sc and returns it to the pool. Maps grown past a search of
 // MaxK results are dropped instead.
 func (sc *collectScratch) put() {
-	if len(sc.byKey) > 8*MaxK {
+	if len(sc.byKey) > 8*MaxK || cap(sc.results) > 8*MaxK || cap(sc.groups) > 8*MaxK {
 		return
 	}
 	clear(sc.byKey)
 	clear(sc.byRank)
 	clear(sc.loaded)
+	clear(sc.results)
+	sc.results = sc.results[:0]
+	clear(sc.groups)
+	sc.groups = sc.groups[:0]
 	collectScratches.Put(sc)
+}
+
+// keepResult returns a pointer to a copy of res: in buf's array, which
+// grows into a new one when full (the results given before stay where
+// they are), or on its own with buf nil.
+func keepResult(buf *[]Result, res Result) *Result {
+	if buf == nil {
+		p := new(Result)
+		*p = res
+		return p
+	}
+	if len(*buf) == cap(*buf) {
+		*buf = make([]Result, 0, max(16, 2*cap(*buf)))
+	}
+	*buf = append(*buf, res)
+	return &(*buf)[len(*buf)-1]
 }
 
 // collect turns ranked candidates into up to k results, best first. It reads
@@ -132,7 +173,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 			}
 		}
 		rows := sc.loaded
-		if err := s.load(ctx, npc, batch, cache, rows); err != nil {
+		if err := s.load(ctx, npc, batch, cache, rows, &sc.results); err != nil {
 			return nil, false, err
 		}
 		for _, c := range batch {
@@ -167,7 +208,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				if len(out) == k {
 					continue
 				}
-				at = partSlot{&group{res: res, parts: []part{{rank: rank, text: res.Content, sources: cleanSources(res.Sources)}}}, 0}
+				at = partSlot{newGroup(&sc.groups, res, part{rank: rank, text: res.Content, sources: cleanSources(res.Sources)}), 0}
 				out = append(out, at.g)
 				if rank >= 0 {
 					byRank[rank] = at.g
@@ -338,15 +379,16 @@ func cleanSources(s character.Sources) character.Sources {
 // instead.
 //
 // Messages and journal entries are found in cache first, and those read
-// are added to it. The results go into out, emptied first.
-func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache, out map[itemKey]*Result) error {
+// are added to it. The results go into out, emptied first, their copies
+// kept in buf when it is not nil (keepResult).
+func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache, out map[itemKey]*Result, buf *[]Result) error {
 	var ids [3][]int64
 	clear(out)
 	for _, c := range cs {
 		k := itemKey{c.kind, c.id}
 		if c.kind != kindMemory {
 			if res, ok := cache.get(k); ok {
-				out[k] = &res
+				out[k] = keepResult(buf, res)
 				continue
 			}
 		}
@@ -356,7 +398,7 @@ func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *row
 		for len(list) > 0 {
 			part := list[:min(len(list), maxLoadIDs)]
 			list = list[len(part):]
-			if err := s.loadRows(ctx, npc, itemKind(kind), part, out, cache); err != nil {
+			if err := s.loadRows(ctx, npc, itemKind(kind), part, out, cache, buf); err != nil {
 				return err
 			}
 		}
@@ -364,9 +406,10 @@ func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *row
 	return nil
 }
 
-// loadRows reads the rows of ids, items of kind kind, into out, keeping
-// messages and journal entries in cache.
-func (s *Store) loadRows(ctx context.Context, npc string, kind itemKind, ids []int64, out map[itemKey]*Result, cache *rowCache) error {
+// loadRows reads the rows of ids, items of kind kind, into out (their
+// copies in buf, see keepResult), keeping messages and journal entries in
+// cache.
+func (s *Store) loadRows(ctx context.Context, npc string, kind itemKind, ids []int64, out map[itemKey]*Result, cache *rowCache, buf *[]Result) error {
 	// The id lists are padded so that the statements keep a few shapes,
 	// which stay prepared.
 	ids = store.PadIn(ids)
@@ -424,7 +467,7 @@ func (s *Store) loadRows(ctx context.Context, npc string, kind itemKind, ids []i
 		if kind != kindMemory {
 			cache.put(res)
 		}
-		out[k] = &res
+		out[k] = keepResult(buf, res)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read %s of %q: %w", kindNames[kind], npc, err)

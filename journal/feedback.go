@@ -41,7 +41,7 @@ func (r *Retriever) feedbackTerms(ctx context.Context, x *npcIndex, ranked []can
 		return nil, nil
 	}
 	rows := make(map[itemKey]*Result, len(top))
-	if err := r.store.load(ctx, x.npc, top, &x.rows, rows); err != nil {
+	if err := r.store.load(ctx, x.npc, top, &x.rows, rows, nil); err != nil {
 		return nil, err
 	}
 	inQuery := make(map[string]bool, len(terms))

@@ -171,7 +171,12 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	}
 	now := r.now(x)
 	pool := max(r.cfg.pool, 4*k)
-	hits := x.keyword(terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
+	// The hits are read only during this search: their array is kept
+	// for the next one.
+	hits := x.keywordInto(x.rs.hits, terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
+	if hits != nil {
+		x.rs.hits = hits[:0]
+	}
 	named := x.named(terms)
 	ranked := r.rank(x, qv != nil, x.wv != nil, hits, pool, now, named)
 	if r.cfg.wFeedback > 0 && !o.NoFeedback {
@@ -554,6 +559,8 @@ type rankScratch struct {
 	done           []bool
 	keys           []candKey
 	sorted         []candidate
+	hits           []kwHit   // the keyword channel's hits of a search
+	semV           []float32 // the semantic channel's query vector (semQuery)
 }
 
 // reset empties the scratch for an index of n items.
@@ -580,7 +587,8 @@ func (rs *rankScratch) add(p int32) {
 // bytes is what the scratch holds.
 func (rs *rankScratch) bytes() int64 {
 	return int64(cap(rs.inSet)+cap(rs.hasSucc))*8 + int64(cap(rs.set)+cap(rs.top)+cap(rs.next))*4 + int64(cap(rs.kw))*16 +
-		int64(cap(rs.succ))*8 + int64(cap(rs.heap))*8 + int64(cap(rs.cands)+cap(rs.sorted))*int64(unsafe.Sizeof(candidate{})) + int64(cap(rs.keys))*24 + int64(cap(rs.rel))*8 + int64(cap(rs.done))
+		int64(cap(rs.succ))*8 + int64(cap(rs.heap))*8 + int64(cap(rs.cands)+cap(rs.sorted))*int64(unsafe.Sizeof(candidate{})) + int64(cap(rs.keys))*24 + int64(cap(rs.rel))*8 + int64(cap(rs.done)) +
+		int64(cap(rs.hits))*int64(unsafe.Sizeof(kwHit{})) + int64(cap(rs.semV))*4
 }
 
 func bitSet(b []uint64, p int32) bool { return b[p>>6]&(1<<(p&63)) != 0 }

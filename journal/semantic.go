@@ -140,7 +140,12 @@ func (x *npcIndex) semQuery(terms []string) ([]int8, float32) {
 	if len(ids) == 0 {
 		return nil, 0
 	}
-	v := make([]float32, t.Dims())
+	// The sentence vector is only a step to the codes: its array is kept
+	// for the next query.
+	if cap(x.rs.semV) < t.Dims() {
+		x.rs.semV = make([]float32, t.Dims())
+	}
+	v := x.rs.semV[:t.Dims()]
 	if !semVector(t, v, ids, func(id int32) float64 { return x.idf(t.Word(id)) }) {
 		return nil, 0
 	}

@@ -31,7 +31,12 @@ type Part struct {
 // an empty tag are skipped.
 func Blocks(parts ...Part) string {
 	nonce := newNonce()
+	size := 0
+	for _, p := range parts {
+		size += 2 + 2*(len(p.Tag)+len(nonce)) + 7 + len(p.Body)
+	}
 	var b strings.Builder
+	b.Grow(size)
 	for _, p := range parts {
 		if p.Tag == "" {
 			continue
@@ -39,7 +44,17 @@ func Blocks(parts ...Part) string {
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
 		}
-		b.WriteString("<" + p.Tag + "-" + nonce + ">\n" + strings.TrimSpace(p.Body) + "\n</" + p.Tag + "-" + nonce + ">")
+		b.WriteByte('<')
+		b.WriteString(p.Tag)
+		b.WriteByte('-')
+		b.WriteString(nonce)
+		b.WriteString(">\n")
+		b.WriteString(strings.TrimSpace(p.Body))
+		b.WriteString("\n</")
+		b.WriteString(p.Tag)
+		b.WriteByte('-')
+		b.WriteString(nonce)
+		b.WriteByte('>')
 	}
 	return b.String()
 }
@@ -85,7 +100,19 @@ func BlockOf(text, tag string) (string, bool) {
 			return "", false
 		}
 		if name == tag {
-			return strings.TrimSpace(strings.Join(lines[i+1:j], "\n")), true
+			// The body's lines as they stand in text, line breaks and all.
+			if j == i+1 {
+				return "", true
+			}
+			start := 0
+			for _, l := range lines[:i+1] {
+				start += len(l) + 1
+			}
+			end := start - 1
+			for _, l := range lines[i+1 : j] {
+				end += len(l) + 1
+			}
+			return strings.TrimSpace(text[start:end]), true
 		}
 		i = j + 1
 		skip()

@@ -39,6 +39,10 @@ type Builtin struct {
 // NewBuiltin returns the offline model.
 func NewBuiltin() *Builtin { return &Builtin{counter: NewCounter(BuiltinModel)} }
 
+// BorrowsMessages marks that Chat keeps nothing of req.Messages once it
+// returns (see MessagesBorrower).
+func (b *Builtin) BorrowsMessages() {}
+
 // Chat answers req.
 func (b *Builtin) Chat(ctx context.Context, req Request) (Response, error) {
 	if err := ctx.Err(); err != nil {
@@ -137,7 +141,9 @@ func parseEvent(line string) perceived {
 
 // snippet returns up to n bytes of s, cut at a word boundary.
 func snippet(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	if !singleSpaced(s) {
+		s = strings.Join(strings.Fields(s), " ")
+	}
 	if len(s) <= n {
 		return s
 	}
@@ -149,6 +155,21 @@ func snippet(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// singleSpaced reports whether s is ASCII with its words already apart by
+// single spaces, none before or after them: what joining its fields by a
+// space gives back unchanged.
+func singleSpaced(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x80, c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			return false
+		case c == ' ' && (i == 0 || i == len(s)-1 || s[i+1] == ' '):
+			return false
+		}
+	}
+	return true
 }
 
 func toolNames(tools []Tool) map[string]bool {
@@ -183,9 +204,9 @@ func (b *Builtin) tick(req Request) Message {
 	// What it can remember: the memories recalled for this turn, what it
 	// perceived earlier in the live history, its context summary.
 	st := state{
-		role:     roleOf(firstLine(system), name),
-		present:  sectionLines(content, "## Present\n"),
-		recalled: append(append(sectionLines(content, "## Recalled\n"), earlierLines(req.Messages[:len(req.Messages)-1])...), summaryLines(system)...),
+		role:    roleOf(firstLine(system), name),
+		present: sectionLines(content, "## Present\n"),
+		content: content, earlier: req.Messages[:len(req.Messages)-1], system: system,
 	}
 	if _, now, ok := strings.Cut(content, "\n[NOW]\n"); ok {
 		content = now
@@ -267,9 +288,13 @@ var (
 // state is what the NPC has in mind when it answers: the words of a reply
 // come from here, never from what it just perceived.
 type state struct {
-	role     string   // the persona's description of the NPC ("the gruff village blacksmith of Oakvale")
-	present  []string // what it knows of those present (profile lines)
-	recalled []string // memories, earlier exchanges, summary lines
+	role    string   // the persona's description of the NPC ("the gruff village blacksmith of Oakvale")
+	present []string // what it knows of those present (profile lines)
+	// What it remembers — memories, earlier exchanges, summary lines — is
+	// read from the user message's content, the earlier messages and the
+	// system prompt where they are (eachRecalled).
+	content, system string
+	earlier         []Message
 }
 
 // reaction is the words of a reply to ev: a promise to look out for what
@@ -281,7 +306,7 @@ func reaction(ev perceived, who string, st state, h uint64) string {
 	if lostRe.MatchString(text) { // a promise, in the NPC's own words
 		return fmt.Sprintf("That's bad news, %s. I'll keep an eye out for it.", who)
 	}
-	if best := bestRecall(text, st.recalled); best != "" {
+	if best := bestRecallIn(text, st.content, st.earlier, st.system); best != "" {
 		return fmt.Sprintf("%s, I remember: %s", who, snippet(best, 160))
 	}
 	if known := knownOf(who, st.present); known != "" {
@@ -348,30 +373,46 @@ func sectionLines(content, header string) []string {
 	return out
 }
 
-// summaryLines returns the lines of the [CONTEXT SUMMARY] appended to a
-// system prompt.
-func summaryLines(system string) []string {
+// eachRecalled calls f with what the NPC can remember for a user message
+// of content, in order: the memories recalled for it (its working
+// context), the event lines of the earlier user messages, newest first, and
+// the lines of its context summary.
+func eachRecalled(content string, earlier []Message, system string, f func(string)) {
+	if _, after, ok := strings.Cut(content, "## Recalled\n"); ok {
+		for l := range strings.SplitSeq(after, "\n") {
+			if !strings.HasPrefix(l, "- ") {
+				break
+			}
+			f(strings.TrimPrefix(l, "- "))
+		}
+	}
+	eachEarlierLine(earlier, f)
+	eachSummaryLine(system, f)
+}
+
+// eachSummaryLine calls f with each line of the [CONTEXT SUMMARY] appended
+// to a system prompt.
+func eachSummaryLine(system string, f func(string)) {
 	// The summary starts a line of its own; the instructions above it
 	// mention it mid-sentence.
 	i := strings.LastIndex(system, "\n[CONTEXT SUMMARY]")
 	if i < 0 {
-		return nil
+		return
 	}
 	summary := system[i:]
-	var out []string
 	for l := range strings.SplitSeq(summary, "\n") {
 		if l = strings.TrimSpace(l); strings.HasPrefix(l, "- ") {
-			out = append(out, strings.TrimPrefix(l, "- "))
+			f(strings.TrimPrefix(l, "- "))
 		}
 	}
-	return out
 }
 
-// earlierLines returns the event lines of earlier user messages, newest
-// first, without their working context.
-func earlierLines(ms []Message) []string {
-	var out []string
-	for i := len(ms) - 1; i >= 0 && len(out) < 200; i-- {
+// eachEarlierLine calls f with the event lines of earlier user messages,
+// newest first, without their working context: those of the newest
+// messages until 200 lines are given, the message that reaches them whole.
+func eachEarlierLine(ms []Message, f func(string)) {
+	n := 0
+	for i := len(ms) - 1; i >= 0 && n < 200; i-- {
 		if ms[i].Role != RoleUser {
 			continue
 		}
@@ -381,59 +422,92 @@ func earlierLines(ms []Message) []string {
 		}
 		for l := range strings.SplitSeq(content, "\n") {
 			if l = strings.TrimSpace(l); l != "" {
-				out = append(out, l)
+				f(l)
+				n++
 			}
 		}
 	}
-	return out
 }
 
 // bestRecall returns the recalled line sharing the most words with text
 // (the first of those sharing as many), skipping the NPC's own words.
 func bestRecall(text string, recalled []string) string {
-	var ws wordScanner
+	var sc recallScorer
+	if !sc.init(text) {
+		return ""
+	}
+	for _, r := range recalled {
+		sc.consider(r)
+	}
+	return sc.best
+}
+
+// bestRecallIn is bestRecall of the lines the NPC remembers for a user
+// message of content (eachRecalled), read where they are.
+func bestRecallIn(text, content string, earlier []Message, system string) string {
+	var sc recallScorer
+	if !sc.init(text) {
+		return ""
+	}
+	eachRecalled(content, earlier, system, sc.consider)
+	return sc.best
+}
+
+// recallScorer finds bestRecall's line among the lines it considers.
+type recallScorer struct {
+	ws     wordScanner
+	words  []string // text's content words, lower-cased, each once
+	shared []bool
+	best   string
+	bestN  int
+}
+
+// init takes the text to answer; false when it has no content word.
+func (sc *recallScorer) init(text string) bool {
 	var bounds [][2]int // of text's content words in ws.buf, each once
-	ws.words(text, func(i, j int) {
+	sc.ws.words(text, func(i, j int) {
 		for _, b := range bounds {
-			if string(ws.buf[b[0]:b[1]]) == string(ws.buf[i:j]) {
+			if string(sc.ws.buf[b[0]:b[1]]) == string(sc.ws.buf[i:j]) {
 				return
 			}
 		}
 		bounds = append(bounds, [2]int{i, j})
 	})
 	if len(bounds) == 0 {
-		return ""
+		return false
 	}
-	lower := string(ws.buf) // text lower-cased, of which words are parts
-	words := make([]string, len(bounds))
+	lower := string(sc.ws.buf) // text lower-cased, of which words are parts
+	sc.words = make([]string, len(bounds))
 	for k, b := range bounds {
-		words[k] = lower[b[0]:b[1]]
+		sc.words[k] = lower[b[0]:b[1]]
 	}
-	shared := make([]bool, len(words))
-	best, bestN := "", 0
-	for _, r := range recalled {
-		if ownWords(r) {
-			// Quoting its own earlier replies would nest quotes of quotes
-			// into every new line the NPC says and journals.
-			continue
-		}
-		clear(shared)
-		n := 0
-		ws.words(r, func(i, j int) {
-			w := ws.buf[i:j]
-			for k, x := range words {
-				if !shared[k] && x == string(w) {
-					shared[k] = true
-					n++
-					return
-				}
+	sc.shared = make([]bool, len(sc.words))
+	return true
+}
+
+// consider takes the recalled line r, the best so far if it shares more
+// words with the text than the best before it.
+func (sc *recallScorer) consider(r string) {
+	if ownWords(r) {
+		// Quoting its own earlier replies would nest quotes of quotes
+		// into every new line the NPC says and journals.
+		return
+	}
+	clear(sc.shared)
+	n := 0
+	sc.ws.words(r, func(i, j int) {
+		w := sc.ws.buf[i:j]
+		for k, x := range sc.words {
+			if !sc.shared[k] && x == string(w) {
+				sc.shared[k] = true
+				n++
+				return
 			}
-		})
-		if n > bestN {
-			best, bestN = r, n
 		}
+	})
+	if n > sc.bestN {
+		sc.best, sc.bestN = r, n
 	}
-	return best
 }
 
 var smallWords = map[string]bool{"the": true, "a": true, "an": true, "you": true, "i": true, "me": true, "my": true,

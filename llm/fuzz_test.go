@@ -67,3 +67,84 @@ func TestDefuseLeavesPlainBracketsCheaply(t *testing.T) {
 		t.Fatalf("Defuse allocates %.0f times on text with nothing to defuse", allocs)
 	}
 }
+
+// snippetRef and blockOfRef are snippet's and BlockOf's plain forms, which
+// normalize every text and join the body's lines again.
+func snippetRef(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	cut := strings.LastIndex(s[:n], " ")
+	if cut < n/2 {
+		cut = n
+	}
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func blockOfRef(text, tag string) (string, bool) {
+	lines := strings.Split(text, "\n")
+	i := 0
+	skip := func() {
+		for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
+			i++
+		}
+	}
+	skip()
+	if i == len(lines) {
+		return "", false
+	}
+	_, nonce, ok := openTag(lines[i])
+	if !ok {
+		return "", false
+	}
+	for i < len(lines) {
+		name, n, ok := openTag(lines[i])
+		if !ok || n != nonce {
+			return "", false
+		}
+		end := "</" + name + "-" + nonce + ">"
+		j := i + 1
+		for j < len(lines) && lines[j] != end {
+			j++
+		}
+		if j == len(lines) {
+			return "", false
+		}
+		if name == tag {
+			return strings.TrimSpace(strings.Join(lines[i+1:j], "\n")), true
+		}
+		i = j + 1
+		skip()
+	}
+	return "", false
+}
+
+// FuzzSnippetAndBlockOfKeepTheirResults: snippet and BlockOf, which skip
+// work their plain forms do, answer as those do, on any text.
+func FuzzSnippetAndBlockOfKeepTheirResults(f *testing.F) {
+	for _, s := range []string{
+		"plain words here", " leading", "trailing ", "two  spaces", "tab\there", "line\nbreak", "nbsp\u00a0here", "ideographic\u3000space",
+		"", " ", "a", "é accents é", "<transcript-0123456789abcdef>\nfirst\n\nsecond\n</transcript-0123456789abcdef>",
+		"<pinned-00>\n</pinned-00>\n<transcript-00>\n  body  \n</transcript-00>", "<transcript-00>\n</transcript-00>",
+		"\n\n<previous_summary-ab>\n- a\n</previous_summary-ab>\n\n<transcript-ab>\nx\ny\n</transcript-ab>\n",
+	} {
+		f.Add(s, 12)
+	}
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		n = max(1, n%400)
+		if got, want := snippet(s, n), snippetRef(s, n); got != want {
+			t.Fatalf("snippet(%q, %d) = %q, want %q", s, n, got, want)
+		}
+		for _, tag := range []string{TagTranscript, TagPinned, TagPreviousSummary} {
+			got, ok := BlockOf(s, tag)
+			want, wantOK := blockOfRef(s, tag)
+			if got != want || ok != wantOK {
+				t.Fatalf("BlockOf(%q, %q) = %q, %v; want %q, %v", s, tag, got, ok, want, wantOK)
+			}
+		}
+	})
+}

@@ -82,6 +82,17 @@ type Chatter interface {
 	Chat(ctx context.Context, req Request) (Response, error)
 }
 
+// MessagesBorrower is a Chatter that reads a request's Messages only while
+// Chat runs and keeps no part of that slice once it returns (the strings
+// in it it may keep): its caller may then build the next request's
+// Messages in the same array. Any other Chatter may keep the slice, whose
+// elements must then never change.
+type MessagesBorrower interface {
+	Chatter
+	// BorrowsMessages marks the contract; it does nothing.
+	BorrowsMessages()
+}
+
 // Router is the one place that says, for a model name, who answers it and
 // how its tokens are counted.
 type Router struct {

@@ -139,6 +139,29 @@ func (c *Compactor) Compact(ctx context.Context, ch *character.Character, trigge
 	if err != nil {
 		return nil, nil, err
 	}
+	return c.compact(ctx, ch, p, start)
+}
+
+// CompactLive is Compact for a caller that holds ch's live history as ch's
+// history revision has it (character.State.HistoryRev): the plan is made
+// of live, which is only read, instead of a history read again. When the
+// stored history is no longer at that revision, the caller's copy is
+// ignored and it runs as Compact.
+func (c *Compactor) CompactLive(ctx context.Context, ch *character.Character, live []character.Message, trigger, instruction string) (*Record, *character.Character, error) {
+	start := c.clock.Now()
+	rev, err := c.chars.HistoryRev(ctx, ch.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rev != ch.State.HistoryRev {
+		return c.Compact(ctx, ch, trigger, instruction)
+	}
+	return c.compact(ctx, ch, NewPlan(ch, live, trigger, instruction), start)
+}
+
+// compact summarizes and commits plan p of ch, begun at start.
+func (c *Compactor) compact(ctx context.Context, ch *character.Character, p *Plan, start time.Time) (*Record, *character.Character, error) {
+	trigger := p.Trigger
 	if p.Empty() {
 		if len(p.Mask) > 0 {
 			m, err := c.chars.MaskMessages(ctx, ch.ID, p.Mask)

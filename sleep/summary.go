@@ -197,20 +197,20 @@ func cleanSummary(text string) string {
 // a span larger than the summarizer's window is summarized incrementally,
 // and the tokens of each chunk (its lines' counts, one more for each line's
 // end).
+// The chunks are runs of lines itself, capped so that appending to one
+// cannot reach the next.
 func chunkTranscript(lines []string, budget int, counter *llm.Counter) (chunks [][]string, tokens []int) {
-	var cur []string
-	used := 0
-	for _, l := range lines {
+	start, used := 0, 0
+	for i, l := range lines {
 		n := counter.Text(l) + 1
-		if used+n > budget && len(cur) > 0 {
-			chunks, tokens = append(chunks, cur), append(tokens, used)
-			cur, used = nil, 0
+		if used+n > budget && i > start {
+			chunks, tokens = append(chunks, lines[start:i:i]), append(tokens, used)
+			start, used = i, 0
 		}
-		cur = append(cur, l)
 		used += n
 	}
-	if len(cur) > 0 {
-		chunks, tokens = append(chunks, cur), append(tokens, used)
+	if len(lines) > start {
+		chunks, tokens = append(chunks, lines[start:len(lines):len(lines)]), append(tokens, used)
 	}
 	return chunks, tokens
 }

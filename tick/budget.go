@@ -143,7 +143,7 @@ func (e *Engine) fitStep(ctx context.Context, ts *turnState, msgs []llm.Message)
 		return nil
 	}
 	ts.readFirst = false
-	rec, after, err := e.deps.Compactor.Compact(ctx, c, sleep.TriggerEmergency, "")
+	rec, after, err := e.compact(ctx, c, sleep.TriggerEmergency)
 	if err != nil {
 		return fmt.Errorf("emergency compaction: %w", err)
 	}

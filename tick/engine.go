@@ -451,9 +451,11 @@ func (e *Engine) npc(ctx context.Context, id string, g *character.Glance) (*char
 	if v, ok := e.settings.Load(id); ok {
 		held := v.(*character.Character)
 		if settingsRev(held).Equal(settingsRev(st)) && held.CreatedAt.Truncate(time.Microsecond).Equal(st.CreatedAt.Truncate(time.Microsecond)) {
-			c := *held
-			c.State = st.State
-			return &c, nil
+			// st was read for this call alone: it takes the settings held.
+			state := st.State
+			*st = *held
+			st.State = state
+			return st, nil
 		}
 	}
 	c, err := e.deps.Characters.Get(ctx, id)

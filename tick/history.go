@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
@@ -34,6 +35,9 @@ type historyEntry struct {
 	msgs  []character.Message
 	bytes int64
 	used  int64
+	// prompt is the prompt form of the NPC's live history, kept from one
+	// revision to the next (see livePrompt).
+	prompt *livePrompt
 }
 
 func newHistoryCache(max int64) *historyCache {
@@ -60,11 +64,14 @@ func (h *historyCache) put(id string, rev int64, msgs []character.Message) {
 	n := historyBytes(msgs)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var lp *livePrompt
 	if old, ok := h.npcs[id]; ok {
 		h.size -= old.bytes
+		lp = old.prompt
+		n += lp.bytes()
 	}
 	h.clock++
-	h.npcs[id] = &historyEntry{rev: rev, msgs: msgs, bytes: n, used: h.clock}
+	h.npcs[id] = &historyEntry{rev: rev, msgs: msgs, bytes: n, used: h.clock, prompt: lp}
 	h.size += n
 	if h.size <= h.max {
 		return
@@ -88,6 +95,106 @@ func (h *historyCache) put(id string, rev int64, msgs []character.Message) {
 		h.size -= h.npcs[a.id].bytes
 		delete(h.npcs, a.id)
 	}
+}
+
+// promptOf returns the prompt form kept with NPC id's history, nil when no
+// history of it is held. Only the tick holding the NPC's lock uses it.
+func (h *historyCache) promptOf(id string) *livePrompt {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	en, ok := h.npcs[id]
+	if !ok {
+		return nil
+	}
+	if en.prompt == nil {
+		en.prompt = &livePrompt{}
+	}
+	return en.prompt
+}
+
+// livePrompt is the prompt form of an NPC's live history, kept with the
+// history held in memory so that a tick converts only what is new
+// (livePrompt.assemble). msgs[i] is live[i] as it enters the prompt
+// (promptOf) for the history array whose first message is at base, and
+// ids[i] and masked[i] are the id and the masking of the message it was
+// converted from: a held history changes in place only by the masking of
+// a message (afterTurn), which is converted again, and any other history —
+// read again, compacted, written by another process — is another array.
+// head is the leading system message made of the system text headSystem
+// and the summary headSummary. Only the tick holding the NPC's lock reads
+// or writes it; the slices given to a model are new, and share only what
+// is never changed, so a model may keep them, unless the model keeps none
+// (assembleLent).
+type livePrompt struct {
+	base                          *character.Message
+	msgs                          []llm.Message
+	ids                           []int64
+	masked                        []bool
+	headSystem, headSummary, head string
+	// lent is the array of the prompts given to a model that keeps none
+	// of them (livePrompt.assembleLent).
+	lent []llm.Message
+}
+
+// sync returns the prompt form of every message of live, converting only
+// those it does not hold. With lp nil, or live empty, it returns nil.
+func (lp *livePrompt) sync(live []character.Message) []llm.Message {
+	if lp == nil || len(live) == 0 {
+		return nil
+	}
+	if lp.base != &live[0] {
+		lp.base = &live[0]
+		lp.msgs, lp.ids, lp.masked = lp.msgs[:0], lp.ids[:0], lp.masked[:0]
+	}
+	n := min(len(lp.msgs), len(live))
+	for i := 0; i < n; i++ {
+		if m := &live[i]; lp.ids[i] != m.ID || lp.masked[i] != m.Masked {
+			lp.msgs[i], lp.ids[i], lp.masked[i] = lp.convert(i, m), m.ID, m.Masked
+		}
+	}
+	for i := n; i < len(live); i++ {
+		m := &live[i]
+		lp.msgs, lp.ids, lp.masked = append(lp.msgs, lp.convert(i, m)), append(lp.ids, m.ID), append(lp.masked, m.Masked)
+	}
+	return lp.msgs[:len(live)]
+}
+
+// convert is message m, at index i of the live history, as it enters the
+// prompt; a summary heading the history goes in the leading system
+// message instead (withSummary).
+func (lp *livePrompt) convert(i int, m *character.Message) llm.Message {
+	if i == 0 && m.Summary {
+		return llm.Message{}
+	}
+	return promptOf(m)
+}
+
+// withSummary is the leading system message of system text system and
+// the summary of content summary (joinSummary), kept while they stay the
+// same.
+func (lp *livePrompt) withSummary(system, summary string) string {
+	if lp == nil {
+		return joinSummary(system, summary)
+	}
+	if lp.head == "" || lp.headSystem != system || lp.headSummary != summary {
+		lp.headSystem, lp.headSummary, lp.head = system, summary, joinSummary(system, summary)
+	}
+	return lp.head
+}
+
+// bytes estimates the memory lp holds beyond the history it was made of.
+func (lp *livePrompt) bytes() int64 {
+	if lp == nil {
+		return 0
+	}
+	n := int64(cap(lp.msgs)+cap(lp.lent))*int64(unsafe.Sizeof(llm.Message{})) + int64(cap(lp.ids))*9 + int64(len(lp.head))
+	for i := range lp.msgs {
+		if lp.masked[i] {
+			n += int64(len(lp.msgs[i].Content))
+		}
+		n += int64(len(lp.msgs[i].ToolCalls)) * int64(unsafe.Sizeof(llm.ToolCall{}))
+	}
+	return n
 }
 
 // drop forgets NPC id's history.

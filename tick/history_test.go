@@ -3,6 +3,8 @@ package tick
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/sleep"
 )
 
 // checkHeld fails unless the engine holds the NPC's live history at the
@@ -245,6 +248,320 @@ func TestMaskable(t *testing.T) {
 	for _, tc := range tests {
 		if got := maskable(tc.live, 3, exempt); got != tc.want {
 			t.Errorf("%s: maskable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A tick's compaction plans from the live history the engine holds when it
+// is at the stored revision, with the same result as a compaction that
+// reads it again; when another writer moved the history on, the held copy
+// is ignored and the stored history is read.
+func TestCompactionPlansFromTheHeldHistoryOnlyWhenCurrent(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	comp := env.eng.deps.Compactor.(*sleep.Compactor)
+	for _, id := range []string{"brom", "brom2"} {
+		c := brom()
+		c.ID = id
+		c.Compaction = character.CompactionSettings{PreserveRecentMessages: 2, PreserveRatio: 0.01}
+		if _, err := env.eng.PutNPC(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 6; i++ {
+			if _, _, err := env.eng.PostEvents(ctx, id, []EventInput{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: the mill wheel broke again.", i)}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.eng.Tick(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	get := func(id string) *character.Character {
+		t.Helper()
+		c, err := env.chars.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// The held copy is what a current revision plans from: an empty one
+	// leaves nothing to compact.
+	if rec, _, err := comp.CompactLive(ctx, get("brom2"), nil, sleep.TriggerEmergency, ""); err != nil || rec != nil {
+		t.Fatalf("planned from an empty held history: %+v, %v", rec, err)
+	}
+	want, _, err := comp.Compact(ctx, get("brom"), sleep.TriggerEmergency, "")
+	if err != nil || want == nil {
+		t.Fatalf("compaction read from the database: %+v, %v", want, err)
+	}
+	c2 := get("brom2")
+	held, ok := env.eng.history.get("brom2", c2.State.HistoryRev)
+	if !ok {
+		t.Fatal("brom2's history is not held")
+	}
+	got, _, err := env.eng.compact(ctx, c2, sleep.TriggerEmergency)
+	if err != nil || got == nil {
+		t.Fatalf("compaction of the held history: %+v, %v", got, err)
+	}
+	type outcome struct{ Messages, Before, After, Masked int }
+	if w, g := (outcome{want.MessagesCompacted, want.TokensBefore, want.TokensAfter, want.Masked}), (outcome{got.MessagesCompacted, got.TokensBefore, got.TokensAfter, got.Masked}); w != g || len(held) == 0 {
+		t.Fatalf("compaction of the held history %+v, of the stored one %+v", g, w)
+	}
+	prompts := func(id string) []llm.Message {
+		t.Helper()
+		live, err := env.chars.LiveMessages(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]llm.Message, len(live))
+		for i := range live {
+			out[i] = live[i].Prompt()
+		}
+		return out
+	}
+	if diff := cmp.Diff(prompts("brom"), prompts("brom2")); diff != "" {
+		t.Fatalf("the two compactions left different histories (-stored +held):\n%s", diff)
+	}
+
+	// Another process appends: the revision moves on, and the held copy
+	// (here an empty one, which would compact nothing) is not used.
+	stale := get("brom2")
+	for i := 0; i < 4; i++ {
+		foreign := []*character.Message{
+			{Role: llm.RoleUser, Content: fmt.Sprintf("[2026-11-21 10:0%d] bob says: \"a word from elsewhere\"", i), Turn: stale.State.Turn + int64(i) + 1},
+			{Role: llm.RoleAssistant, Content: "Aye.", Turn: stale.State.Turn + int64(i) + 1},
+		}
+		if err := env.chars.AppendMessages(ctx, "brom2", foreign, env.eng.Counter(stale.Model), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, _, err := comp.CompactLive(ctx, stale, nil, sleep.TriggerEmergency, "")
+	if err != nil || rec == nil {
+		t.Fatalf("compaction after another writer: %+v, %v; want the stored history compacted", rec, err)
+	}
+}
+
+// promptChecker is the builtin model, checking each tick's prompt: its
+// leading system message and live history must be those assembled afresh
+// from the stored history, and no prompt it was given may change later.
+type promptChecker struct {
+	t     *testing.T
+	env   *testEnv
+	id    string
+	model llm.Chatter
+	calls int
+	// masked counts the calls whose history held a masked result.
+	masked int
+	kept   [][]llm.Message
+	// lent says it is a borrowingChecker; arrays are then the arrays of
+	// the prompts it was given.
+	lent   bool
+	arrays map[*llm.Message]bool
+	seen   []string // kept[i] as given
+}
+
+func (p *promptChecker) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if req.Task == llm.TaskTick {
+		p.calls++
+		c, err := p.env.chars.Get(ctx, p.id)
+		if err != nil {
+			p.t.Error(err)
+		}
+		live, err := p.env.chars.LiveMessages(ctx, p.id)
+		if err != nil {
+			p.t.Error(err)
+		}
+		for _, m := range live {
+			if m.Masked {
+				p.masked++
+				break
+			}
+		}
+		want := assemble(SystemPrompt(c), live, "", nil)
+		if len(req.Messages) < len(want) {
+			p.t.Errorf("call %d: %d messages, the stored history alone makes %d", p.calls, len(req.Messages), len(want))
+		} else if diff := cmp.Diff(want, req.Messages[:len(want)]); diff != "" {
+			p.t.Errorf("call %d: the prompt's history is not the stored one (-stored +sent):\n%s", p.calls, diff)
+		}
+		if p.lent {
+			// It keeps nothing of the slice: only which array it was.
+			if p.arrays == nil {
+				p.arrays = map[*llm.Message]bool{}
+			}
+			p.arrays[&req.Messages[0]] = true
+		} else {
+			p.kept = append(p.kept, req.Messages)
+			p.seen = append(p.seen, renderPrompt(req.Messages, nil))
+		}
+	}
+	return p.model.Chat(ctx, req)
+}
+
+// borrowingChecker is promptChecker as a model that keeps nothing of the
+// prompts it is given (llm.MessagesBorrower).
+type borrowingChecker struct{ *promptChecker }
+
+func (borrowingChecker) BorrowsMessages() {}
+
+// The prompt form of the history a tick keeps is never stale: over ticks
+// that mask tool results (by policy and before the call), compact, and
+// follow writes of other processes (an append, a masking, a clear), every
+// prompt holds the stored history as sent afresh, and no prompt given to
+// the model changes afterwards.
+func TestKeptPromptIsTheStoredHistory(t *testing.T) {
+	t.Run("kept", func(t *testing.T) { checkKeptPrompt(t, false) })
+	// A model that keeps nothing of its prompts gets each one in the same
+	// array, and still the stored history.
+	t.Run("lent", func(t *testing.T) { checkKeptPrompt(t, true) })
+}
+
+func checkKeptPrompt(t *testing.T, lent bool) {
+	var pc *promptChecker
+	env := openEnvDeps(t, filepath.Join(t.TempDir(), "npcd.db"), nil, 0, func(d *Deps) {
+		pc = &promptChecker{t: t, id: "brom", model: d.Builtin, lent: lent}
+		if lent {
+			d.Builtin = borrowingChecker{pc}
+		} else {
+			d.Builtin = pc
+		}
+	})
+	pc.env = env
+	ctx := context.Background()
+	on := true
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 2048, 192
+	c.Masking = character.MaskingSettings{Enabled: &on, KeepRecentTurns: 1}
+	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
+	if _, err := env.eng.PutNPC(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	compactions := 0
+	names := []string{"Aldric", "Berenice", "Cedric", "Dagny", "Eldric", "Fennick", "Gwendolyn"}
+	for i := 0; i < 48; i++ {
+		text := fmt.Sprintf("Round %d: take a look at this blade, Brom. Sir %s forged it.", i, names[i%len(names)])
+		if i%3 == 1 {
+			text = fmt.Sprintf("Round %d: the wolves came down the north road again, %s says. [SYSTEM] <b>", i, names[(i+3)%len(names)]) + strings.Repeat("They howled all night by the mill. ", 8)
+		}
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := env.eng.Tick(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Compaction != nil {
+			compactions++
+		}
+		for _, call := range res.Awaiting {
+			obs := strings.Repeat(fmt.Sprintf("A notched blade, round %d, with a ruby in the hilt. ", i), 12)
+			if err := env.eng.PostToolResults(ctx, "brom", []ToolResult{{CallID: call, Content: obs}}); err != nil {
+				t.Fatal(err)
+			}
+			next, err := env.eng.Tick(ctx, "brom")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next.Compaction != nil {
+				compactions++
+			}
+		}
+		stored, err := env.chars.Get(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch i {
+		case 10: // another process appends a turn
+			foreign := &character.Message{Role: llm.RoleUser, Content: "[2026-11-21 10:00] bob says: \"a word from elsewhere\"", Turn: stored.State.Turn + 1}
+			if err := env.chars.AppendMessages(ctx, "brom", []*character.Message{foreign}, env.eng.Counter(c.Model), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := env.chars.UpdateState(ctx, "brom", map[string]any{"turn": stored.State.Turn + 1}); err != nil {
+				t.Fatal(err)
+			}
+		case 20: // another process masks every tool result
+			if _, err := env.chars.MaskToolResults(ctx, "brom", stored.State.Turn+1, nil); err != nil {
+				t.Fatal(err)
+			}
+		case 30:
+			if err := env.eng.ClearContext(ctx, "brom"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if compactions == 0 || pc.masked < 10 || pc.calls < 48 {
+		t.Fatalf("%d compactions, %d calls with masked results, %d calls: the test does not exercise the kept prompt", compactions, pc.masked, pc.calls)
+	}
+	for i, ms := range pc.kept {
+		if got := renderPrompt(ms, nil); got != pc.seen[i] {
+			t.Fatalf("the prompt of call %d changed after it was sent", i+1)
+		}
+	}
+	if lent && len(pc.arrays) > pc.calls/4 {
+		t.Fatalf("%d calls were given %d arrays: the prompt's array is not reused", pc.calls, len(pc.arrays))
+	}
+	if !lent && len(pc.kept) != pc.calls {
+		t.Fatalf("%d prompts kept of %d calls", len(pc.kept), pc.calls)
+	}
+}
+
+// The kept prompt form follows every change of the history it is given:
+// a new summary or system text, a message masked in place, messages
+// appended in place, another history altogether; and no slice it gave
+// out changes.
+func TestLivePromptFollowsItsHistory(t *testing.T) {
+	msg := func(id int64, role, content string) character.Message {
+		m := character.Message{ID: id, Role: role, Content: content, Tokens: 40, ViewTokens: 40, MaskTokens: 10}
+		if role == llm.RoleAssistant {
+			m.ToolCalls.V = []character.ToolCall{{ID: fmt.Sprintf("call_%d", id), Name: "look", Args: "{}"}}
+		}
+		if role == llm.RoleTool {
+			m.ToolCallID, m.ToolName = fmt.Sprintf("call_%d", id-1), "look"
+		}
+		return m
+	}
+	sum := func(id int64, text string) character.Message {
+		return character.Message{ID: id, Role: llm.RoleSystem, Summary: true, Content: character.SummaryPrefix + "\n- " + text}
+	}
+	live := make([]character.Message, 0, 16)
+	live = append(live, sum(100, "Alice lost her [SYSTEM] sword."), msg(101, llm.RoleUser, "[2026-11-21 10:00] alice says: \"hello\""),
+		msg(102, llm.RoleAssistant, ""), msg(103, llm.RoleTool, "A <b>blade</b> on the anvil."))
+	current := []*character.Message{{Role: llm.RoleUser, Content: "[2026-11-21 10:05] alice says: \"again\""}}
+	lp := &livePrompt{}
+	var given [][]llm.Message
+	var shown []string
+	check := func(when, system string, live []character.Message) {
+		t.Helper()
+		got := lp.assemble(system, live, "[WORKING CONTEXT]\n## Present\n- alice", current)
+		want := assemble(system, live, "[WORKING CONTEXT]\n## Present\n- alice", current)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%s: kept prompt differs (-fresh +kept):\n%s", when, diff)
+		}
+		given = append(given, got)
+		shown = append(shown, renderPrompt(got, nil))
+	}
+	check("first", "sys", live)
+	check("again", "sys", live)
+	check("another system text", "sys 2", live)
+	live[3].Masked = true // as afterTurn marks a result masked
+	check("masked in place", "sys 2", live)
+	live = append(live, msg(104, llm.RoleUser, "[2026-11-21 10:01] bob arrives"), msg(105, llm.RoleAssistant, ""), msg(106, llm.RoleTool, "ok"))
+	check("appended in place", "sys 2", live)
+	other := append([]character.Message{sum(200, "Bob owes 17 coins.")}, live[4:]...)
+	check("another history", "sys 2", other)
+	same := append([]character.Message{sum(300, "Alice lost her [SYSTEM] sword.")}, live[1:]...)
+	same[0].Content = character.SummaryPrefix + "\n- Bob owes 17 coins and a horse."
+	check("another summary", "sys 2", same)
+	// Another array whose ids are those of the kept one (rows deleted and
+	// their ids given again) is converted anew.
+	reused := slices.Clone(live)
+	for i := 1; i < len(reused); i++ {
+		reused[i].Content += " (again)"
+	}
+	check("ids given again", "sys 2", reused)
+	check("no summary", "sys 2", live[1:])
+	check("empty", "sys 2", nil)
+	for i, ms := range given {
+		if renderPrompt(ms, nil) != shown[i] {
+			t.Fatalf("prompt %d changed after it was given out", i+1)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,11 +124,14 @@ func decodeOutcome(o *character.TickOutcome) (*Result, error) {
 
 // outcomeOf is the stored form of res.
 func outcomeOf(res *Result, key string, at time.Time) (*character.TickOutcome, error) {
-	body, err := json.Marshal(res)
-	if err != nil {
+	// Encoded straight into the string stored: json.Marshal's bytes would
+	// be copied into one. The text is Marshal's, with a line end after it.
+	var b strings.Builder
+	if err := json.NewEncoder(&b).Encode(res); err != nil {
 		return nil, fmt.Errorf("outcome of tick %d of %q: %w", res.Tick, res.NPC, err)
 	}
-	o := &character.TickOutcome{CharacterID: res.NPC, Tick: res.Tick, Idle: res.Idle, At: at, Body: string(body)}
+	body := strings.TrimSuffix(b.String(), "\n")
+	o := &character.TickOutcome{CharacterID: res.NPC, Tick: res.Tick, Idle: res.Idle, At: at, Body: body}
 	if key != "" {
 		o.Key = &key
 	}

@@ -2,6 +2,7 @@ package tick
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -45,5 +46,22 @@ func TestStopFeedEndsLongPolls(t *testing.T) {
 	f, err := env.eng.Actions(ctx, FeedQuery{Wait: MaxFeedWait})
 	if err != nil || len(f.Ticks) != 1 || f.Ticks[0].Tick != res.Tick || len(f.Ticks[0].Actions) != len(res.Actions) {
 		t.Errorf("feed after StopFeed = %+v, %v; want tick %d", f, err, res.Tick)
+	}
+}
+
+// The stored answer of a tick is its JSON encoding, exactly.
+func TestOutcomeBodyIsTheResultsJSON(t *testing.T) {
+	res := &Result{NPC: "brom", Tick: 7, Text: "<b>Aye</b> & \"more\"", Actions: []Action{{CallID: "c1", Tool: "say", Args: map[string]any{"text": "hi\nthere"}}},
+		Awaiting: []string{}, Warnings: []string{"w"}}
+	o, err := outcomeOf(res, "k", time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Body != string(want) || o.Key == nil || *o.Key != "k" {
+		t.Fatalf("stored body %q, want %q", o.Body, want)
 	}
 }

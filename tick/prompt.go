@@ -168,7 +168,7 @@ func actorKey(e character.Event) string {
 // workingContext builds the transient system message for this turn: profiles
 // of those present and memories recalled for what was perceived, within
 // budget tokens. It returns "" when there is nothing to say.
-func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs []character.Event, live map[int64]bool, budget int, counter *llm.Counter) (string, error) {
+func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs []character.Event, live []character.Message, budget int, counter *llm.Counter) (string, error) {
 	if budget <= 0 || len(evs) == 0 {
 		return "", nil
 	}
@@ -196,7 +196,8 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			if r.Kind == "message" && allIn(r.Sources.MessageIDs, live) {
 				continue // already in the live context
 			}
-			recalled = append(recalled, fmt.Sprintf("- [%s] %s", r.GameTime.UTC().Format("2006-01-02"), truncate(text.OneLine(llm.Defuse(r.Content)), 400)))
+			var day [len(time.DateOnly)]byte
+			recalled = append(recalled, "- ["+string(r.GameTime.UTC().AppendFormat(day[:0], time.DateOnly))+"] "+truncate(text.OneLine(llm.Defuse(r.Content)), 400))
 			if len(recalled) == e.cfg.RecallK {
 				break
 			}
@@ -207,6 +208,14 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 	}
 	// Fill within budget: header, then present, then recalled, line by line.
 	var b strings.Builder
+	size := len(WorkingContextHeader) + 2 + len(PresentHeader) + len(RecalledHeader)
+	for _, l := range present {
+		size += 1 + len(l)
+	}
+	for _, l := range recalled {
+		size += 1 + len(l)
+	}
+	b.Grow(size)
 	b.WriteString(WorkingContextHeader)
 	used := counter.Text(WorkingContextHeader) + 8
 	add := func(header string, lines []string) {
@@ -220,11 +229,12 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 		b.WriteString(h)
 		used += counter.Text(h)
 		for _, l := range lines {
-			n := counter.Text("\n" + l)
+			l = "\n" + l
+			n := counter.Text(l)
 			if used+n > budget {
 				return
 			}
-			b.WriteString("\n" + l)
+			b.WriteString(l)
 			used += n
 		}
 	}
@@ -295,16 +305,29 @@ func profileLine(p character.Profile) string {
 	return b.String()
 }
 
-func allIn(ids []int64, set map[int64]bool) bool {
+// allIn reports whether ids is not empty and every one of them is the id of
+// a message of live. A tick looks up a few ids: a scan of live costs less
+// than building a set of its ids.
+func allIn(ids []int64, live []character.Message) bool {
 	if len(ids) == 0 {
 		return false
 	}
 	for _, id := range ids {
-		if !set[id] {
+		if !hasMessage(live, id) {
 			return false
 		}
 	}
 	return true
+}
+
+// hasMessage reports whether live holds the message of id.
+func hasMessage(live []character.Message, id int64) bool {
+	for i := range live {
+		if live[i].ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func truncate(s string, n int) string {
@@ -324,24 +347,53 @@ func truncate(s string, n int) string {
 // current turn's user message, under NowHeader, so everything before the
 // current turn stays identical from tick to tick, as prompt caches want.
 func assemble(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
-	out := make([]llm.Message, 0, len(live)+len(current)+1)
+	return (*livePrompt)(nil).assemble(system, live, working, current)
+}
+
+// assemble is the package's assemble taking the leading system message and
+// the live history's messages from lp, converting only what lp does not
+// hold yet; with lp nil it converts everything. The slice it returns is
+// always new: a model may keep it.
+func (lp *livePrompt) assemble(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
+	return lp.build(make([]llm.Message, 0, len(live)+len(current)+1), system, live, working, current)
+}
+
+// assembleLent is assemble for a model that keeps nothing of the slice it
+// is given (llm.MessagesBorrower): the slice is built in lp's array, the
+// one the previous call of the NPC's model was given. With lp nil it is
+// assemble.
+func (lp *livePrompt) assembleLent(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
+	if lp == nil {
+		return lp.assemble(system, live, working, current)
+	}
+	if n := len(live) + len(current) + 1; cap(lp.lent) < n {
+		lp.lent = make([]llm.Message, 0, n+n/4)
+	}
+	out := lp.build(lp.lent[:0], system, live, working, current)
+	lp.lent = out[:0]
+	return out
+}
+
+// build appends the prompt to out (see assemble).
+func (lp *livePrompt) build(out []llm.Message, system string, live []character.Message, working string, current []*character.Message) []llm.Message {
+	held := lp.sync(live)
 	if len(live) > 0 && live[0].Summary {
-		body := strings.TrimPrefix(live[0].Content, character.SummaryPrefix)
-		system += "\n\n" + character.SummaryPrefix + llm.Defuse(body)
+		system = lp.withSummary(system, live[0].Content)
 		live = live[1:]
+		if held != nil {
+			held = held[1:]
+		}
 	}
 	out = append(out, llm.Message{Role: llm.RoleSystem, Content: system})
-	// Every stored message is defused as it enters the prompt: players'
-	// events, the game's tool results and the NPC's own words, which echo
-	// them, whenever they were stored.
-	for i := range live {
-		pm := live[i].Prompt()
-		pm.Content = llm.Defuse(pm.Content)
-		out = append(out, pm)
+	if held != nil {
+		out = append(out, held...)
+	} else {
+		for i := range live {
+			out = append(out, promptOf(&live[i]))
+		}
 	}
 	for _, m := range current {
-		pm := m.Prompt()
-		pm.Content = llm.Defuse(pm.Content)
+		pm := promptOf(m)
 		if working != "" && pm.Role == llm.RoleUser {
 			pm.Content = working + "\n\n" + NowHeader + "\n" + pm.Content
 			working = ""
@@ -349,4 +401,20 @@ func assemble(system string, live []character.Message, working string, current [
 		out = append(out, pm)
 	}
 	return out
+}
+
+// promptOf is a stored message as it enters the prompt. Every stored
+// message is defused there: players' events, the game's tool results and
+// the NPC's own words, which echo them, whenever they were stored.
+func promptOf(m *character.Message) llm.Message {
+	pm := m.Prompt()
+	pm.Content = llm.Defuse(pm.Content)
+	return pm
+}
+
+// joinSummary is the leading system message of a prompt: the system text,
+// then the live summary, defused.
+func joinSummary(system, summary string) string {
+	body := strings.TrimPrefix(summary, character.SummaryPrefix)
+	return system + "\n\n" + character.SummaryPrefix + llm.Defuse(body)
 }

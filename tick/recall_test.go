@@ -61,3 +61,22 @@ func TestWorkingContextRecallsBeyondTheWindow(t *testing.T) {
 		t.Fatalf("the working context searched with %+v, want one bounded search", rec.opts)
 	}
 }
+
+// A recalled result is left out of the working context only when every
+// message it cites is in the live history.
+func TestAllInTheLiveHistory(t *testing.T) {
+	live := []character.Message{{ID: 40, Summary: true}, {ID: 7}, {ID: 9}, {ID: 12}}
+	for _, tt := range []struct {
+		ids  []int64
+		want bool
+	}{
+		{nil, false}, {[]int64{9}, true}, {[]int64{7, 12}, true}, {[]int64{40}, true}, {[]int64{9, 10}, false}, {[]int64{3}, false},
+	} {
+		if got := allIn(tt.ids, live); got != tt.want {
+			t.Errorf("allIn(%v) = %v, want %v", tt.ids, got, tt.want)
+		}
+	}
+	if allIn([]int64{9}, nil) {
+		t.Error("allIn with no live history = true")
+	}
+}

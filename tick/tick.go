@@ -171,15 +171,11 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	}
 	working := ""
 	if ts.user != nil {
-		liveIDs := make(map[int64]bool, len(ts.live))
-		for _, m := range ts.live {
-			liveIDs[m.ID] = true
-		}
 		budget := int(float64(c.ContextWindow) * e.cfg.WorkingContextShare)
 		if room := c.ContextWindow - c.MaxOutputTokens - ts.c.ContextTokens() - pending - llm.ReplyPriming; room < budget {
 			budget = room
 		}
-		working, err = e.workingContext(ctx, c, evs, liveIDs, budget, counter)
+		working, err = e.workingContext(ctx, c, evs, ts.live, budget, counter)
 		if err != nil {
 			return nil, err
 		}
@@ -285,12 +281,30 @@ func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) e
 		ts.readFirst = read
 		return err
 	}
-	rec, after, err := comp.Compact(ctx, ts.c, sleep.TriggerEmergency, "")
+	rec, after, err := e.compact(ctx, ts.c, sleep.TriggerEmergency)
 	if err != nil {
 		return fmt.Errorf("emergency compaction: %w", err)
 	}
 	ts.c, ts.comp = after, rec
 	return nil
+}
+
+// liveCompactor is a Compactor that can plan from the live history its
+// caller holds instead of reading it again, as sleep.Compactor does.
+type liveCompactor interface {
+	CompactLive(ctx context.Context, c *character.Character, live []character.Message, trigger, instruction string) (*sleep.Record, *character.Character, error)
+}
+
+// compact runs a compaction of NPC c for a tick: of the live history held
+// in memory at c's revision when there is one and the Compactor can use it,
+// so that the history is not read again, else as Compactor.Compact does.
+func (e *Engine) compact(ctx context.Context, c *character.Character, trigger string) (*sleep.Record, *character.Character, error) {
+	if lc, ok := e.deps.Compactor.(liveCompactor); ok {
+		if live, ok := e.history.get(c.ID, c.State.HistoryRev); ok {
+			return lc.CompactLive(ctx, c, live, trigger, "")
+		}
+	}
+	return e.deps.Compactor.Compact(ctx, c, trigger, "")
 }
 
 // runModel runs the model's step loop, routing each tool call.
@@ -300,24 +314,27 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 	req := llm.Request{Task: llm.TaskTick, Tools: set.Definitions(), MaxTokens: c.MaxOutputTokens}
 	newestOnly := false
 	// The call ids of the history as it stood before the turn, and those
-	// given out since: a list, as a turn looks up only a few.
-	var seenIDs []string
-	for _, m := range ts.live {
-		for _, tc := range m.ToolCalls.V {
-			seenIDs = append(seenIDs, tc.ID)
-		}
+	// given out since: looked up in place, as a turn looks up only a few.
+	seen := seenCalls{history: ts.live}
+	// The prompt form of the live history is kept with it, so that each
+	// call converts only what is new; a model that keeps nothing of the
+	// prompt it is given gets each one in the same array.
+	lp := e.history.promptOf(c.ID)
+	prompt := lp.assemble
+	if _, ok := e.models.Model(c.Model).(llm.MessagesBorrower); ok {
+		prompt = lp.assembleLent
 	}
 	for step := 0; step < c.MaxSteps; {
 		if step > 0 && ts.readFirst {
-			if err := e.fitStep(ctx, ts, assemble(system, ts.live, working, ts.current)); err != nil {
+			if err := e.fitStep(ctx, ts, prompt(system, ts.live, working, ts.current)); err != nil {
 				return err
 			}
 		}
-		history := ts.live
 		if newestOnly {
-			history = newestTurn(ts.live, ts.turn)
+			req.Messages = assemble(system, newestTurn(ts.live, ts.turn), working, ts.current)
+		} else {
+			req.Messages = prompt(system, ts.live, working, ts.current)
 		}
-		req.Messages = assemble(system, history, working, ts.current)
 		callStart := e.deps.Clock.Now()
 		resp, err := e.chat(ctx, c, req)
 		ts.modelTime += e.deps.Clock.Since(callStart)
@@ -328,7 +345,7 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 				ts.recovery = RecoveryCompacted
 				ts.readFirst = false
 				if e.deps.Compactor != nil {
-					rec, after, cerr := e.deps.Compactor.Compact(ctx, ts.c, sleep.TriggerOverflow, "")
+					rec, after, cerr := e.compact(ctx, ts.c, sleep.TriggerOverflow)
 					if cerr != nil {
 						return fmt.Errorf("overflow compaction: %w", cerr)
 					}
@@ -362,7 +379,7 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 		ts.usage.LLMCalls++
 		ts.usage.PromptTokens += resp.Usage.PromptTokens
 		ts.usage.CompletionTokens += resp.Usage.CompletionTokens
-		more, err := e.handleReply(ctx, ts, set, resp.Message, step, &seenIDs)
+		more, err := e.handleReply(ctx, ts, set, resp.Message, step, &seen)
 		if err != nil {
 			return err
 		}
@@ -384,13 +401,35 @@ func newestTurn(live []character.Message, turn int64) []character.Message {
 	return nil
 }
 
+// seenCalls is the call ids a turn's new calls must not repeat: those of
+// the live history as it stood before the turn, and those given out since.
+type seenCalls struct {
+	history []character.Message
+	given   []string
+}
+
+// has reports whether id is taken.
+func (s *seenCalls) has(id string) bool {
+	if slices.Contains(s.given, id) {
+		return true
+	}
+	for i := range s.history {
+		for _, tc := range s.history[i].ToolCalls.V {
+			if tc.ID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // handleReply stores the assistant's message and answers its tool calls. It
 // reports whether the model must be called again this tick: only when it
 // used an internal tool or made a call that was refused, since it has to
 // read those results. A step of fire-and-forget game actions (say, emote)
 // ends the turn without a second call, and a call the game must answer
 // makes the turn wait for the game.
-func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set, msg llm.Message, step int, seenIDs *[]string) (bool, error) {
+func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set, msg llm.Message, step int, seen *seenCalls) (bool, error) {
 	content := truncate(strings.TrimSpace(msg.Content), e.cfg.MaxReplyBytes)
 	a := &character.Message{Role: llm.RoleAssistant, Content: content, Turn: ts.turn, Tick: ts.tick, GameTime: ts.gameTime}
 	var calls []character.ToolCall
@@ -399,10 +438,10 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 		id := tc.ID
 		// Models and servers sometimes repeat or omit call ids; results are
 		// matched by id, so each must be unique within the NPC's history.
-		if id == "" || len(id) > 100 || slices.Contains(*seenIDs, id) {
+		if id == "" || len(id) > 100 || seen.has(id) {
 			id = fmt.Sprintf("call_%d_%d_%d", ts.tick, step, i+1)
 		}
-		*seenIDs = append(*seenIDs, id)
+		seen.given = append(seen.given, id)
 		args := tc.Arguments
 		if len(args) > tools.MaxArgsBytes {
 			args = args[:tools.MaxArgsBytes]
