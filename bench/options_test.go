@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/npcd/npcd/llm"
 )
 
 // Every bad option is refused with an error naming its flag first.
@@ -45,5 +47,19 @@ func TestOptionsCheck(t *testing.T) {
 		if c.err == nil || !strings.HasPrefix(c.err.Error(), c.flag+" ") {
 			t.Errorf("%s: err %v, want one naming the flag", c.flag, c.err)
 		}
+	}
+}
+
+// keeper is a model that may keep a request's messages.
+type keeper struct{ llm.Chatter }
+
+// The bench's fake latency lends a request's messages to the model it
+// wraps only when that model keeps none of them.
+func TestTimedModelBorrowsOnlyWhatItsModelDoes(t *testing.T) {
+	if _, ok := newTimedModel(llm.NewBuiltin(), 0).(llm.MessagesBorrower); !ok {
+		t.Error("in front of the builtin model, which keeps nothing of a request, the timed model does not say so")
+	}
+	if _, ok := newTimedModel(keeper{llm.NewBuiltin()}, 0).(llm.MessagesBorrower); ok {
+		t.Error("in front of a model that may keep a request's messages, the timed model says it keeps none")
 	}
 }

@@ -101,6 +101,22 @@ type timedModel struct {
 	latency time.Duration
 }
 
+// lendingTimedModel is a timedModel whose inner model keeps nothing of a
+// request's messages (llm.MessagesBorrower); neither does the timing.
+type lendingTimedModel struct{ timedModel }
+
+func (lendingTimedModel) BorrowsMessages() {}
+
+// newTimedModel returns inner behind a fixed latency, a MessagesBorrower
+// when inner is one.
+func newTimedModel(inner llm.Chatter, latency time.Duration) llm.Chatter {
+	m := timedModel{inner: inner, latency: latency}
+	if _, ok := inner.(llm.MessagesBorrower); ok {
+		return lendingTimedModel{m}
+	}
+	return m
+}
+
 func (m timedModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	start := time.Now()
 	if m.latency > 0 {
@@ -183,7 +199,7 @@ const benchModel = "bench-builtin"
 func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOptions, n int) (*TickMeasure, error) {
 	a, done, err := h.Open(ctx, Options{
 		DB:         b.DB,
-		Remote:     timedModel{inner: llm.NewBuiltin(), latency: b.Latency},
+		Remote:     newTimedModel(llm.NewBuiltin(), b.Latency),
 		TickConfig: func(c *tick.Config) { c.MaxConcurrentCalls = max(c.MaxConcurrentCalls, b.Workers) },
 	})
 	if err != nil {

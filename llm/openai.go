@@ -159,6 +159,10 @@ func httpClient(cfg ClientConfig) *http.Client {
 	return hc
 }
 
+// BorrowsMessages marks that Chat keeps nothing of req.Messages once it
+// returns (see MessagesBorrower): the request sent is a copy.
+func (c *Client) BorrowsMessages() {}
+
 // Chat runs one chat completion. Request.Model defaults to ClientConfig.Model
 // and Request.Task is ignored. Transient failures (429, 5xx, network errors,
 // per-attempt timeouts) are retried as configured; the ctx bounds the whole

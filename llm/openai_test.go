@@ -1147,3 +1147,7 @@ func TestParseRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// The client sends a copy of a request's messages and keeps nothing of
+// them: the tick may build its next prompt in the same array.
+var _ MessagesBorrower = (*Client)(nil)
