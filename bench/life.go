@@ -83,12 +83,13 @@ type LifeTenth struct {
 
 // LifeSummary closes a life's report (kind "summary").
 type LifeSummary struct {
-	Kind         string  `json:"kind"`
-	Mode         string  `json:"mode"` // in-process or http
-	Events       int     `json:"events"`
-	Nights       int     `json:"nights"`
-	Window       int     `json:"window"`
-	IndexCacheMB int     `json:"index_cache_mb"`
+	Kind   string `json:"kind"`
+	Mode   string `json:"mode"` // in-process or http
+	Events int    `json:"events"`
+	Nights int    `json:"nights"`
+	Window int    `json:"window"`
+	// IndexCacheMB is the index cache's budget as the app reports it.
+	IndexCacheMB float64 `json:"index_cache_mb"`
 	Ticks        int     `json:"ticks"`
 	Sleeps       int     `json:"sleeps"`
 	ElapsedS     float64 `json:"elapsed_s"`
@@ -117,9 +118,15 @@ type lifeNPC interface {
 	results(ctx context.Context, rs []tick.ToolResult) error
 	sleep(ctx context.Context) (*sleep.Report, error)
 	context(ctx context.Context) (tick.Context, error)
-	// sizes are the database's and its write-ahead log's, and the index
-	// cache's, in bytes.
-	sizes(ctx context.Context) (db, wal, cache int64, err error)
+	sizes(ctx context.Context) (lifeSizes, error)
+}
+
+// lifeSizes are what the app reports of its database and its search index
+// cache, in bytes.
+type lifeSizes struct {
+	db, wal    int64 // the database and its write-ahead log (0 for none)
+	cache      int64 // held by the index cache
+	cacheLimit int64 // its budget, as the app was given it
 }
 
 const lifeID = "hilda"
@@ -161,15 +168,17 @@ func (n engineNPC) context(ctx context.Context) (tick.Context, error) {
 	}
 	return tick.ContextOf(c), nil
 }
-func (n engineNPC) sizes(ctx context.Context) (int64, int64, int64, error) {
-	var db, wal int64
+func (n engineNPC) sizes(ctx context.Context) (lifeSizes, error) {
+	var s lifeSizes
 	if n.w.Sizes != nil {
 		var err error
-		if db, wal, err = n.w.Sizes(ctx); err != nil {
-			return 0, 0, 0, err
+		if s.db, s.wal, err = n.w.Sizes(ctx); err != nil {
+			return s, err
 		}
 	}
-	return db, wal, n.w.Retriever.CacheStats().Bytes, nil
+	st := n.w.Retriever.CacheStats()
+	s.cache, s.cacheLimit = st.Bytes, st.Limit
+	return s, nil
 }
 
 type httpNPC struct {
@@ -196,18 +205,18 @@ func (n httpNPC) context(ctx context.Context) (tick.Context, error) {
 }
 
 // sizes reads the daemon's gauges on GET /metrics.
-func (n httpNPC) sizes(ctx context.Context) (int64, int64, int64, error) {
+func (n httpNPC) sizes(ctx context.Context) (lifeSizes, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.base+"/metrics", nil)
 	if err != nil {
-		return 0, 0, 0, err
+		return lifeSizes{}, err
 	}
 	resp, err := n.hc.Do(req)
 	if err != nil {
-		return 0, 0, 0, err
+		return lifeSizes{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, 0, 0, fmt.Errorf("GET /metrics: %s", resp.Status)
+		return lifeSizes{}, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
 	g := map[string]int64{}
 	sc := bufio.NewScanner(resp.Body)
@@ -215,13 +224,14 @@ func (n httpNPC) sizes(ctx context.Context) (int64, int64, int64, error) {
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
 		switch name {
-		case "npcd_database_size_bytes", "npcd_db_wal_bytes", "npcd_index_cache_bytes":
+		case "npcd_database_size_bytes", "npcd_db_wal_bytes", "npcd_index_cache_bytes", "npcd_index_cache_limit_bytes":
 			if f, err := strconv.ParseFloat(value, 64); ok && err == nil {
 				g[name] = int64(f)
 			}
 		}
 	}
-	return g["npcd_database_size_bytes"], g["npcd_db_wal_bytes"], g["npcd_index_cache_bytes"], sc.Err()
+	return lifeSizes{db: g["npcd_database_size_bytes"], wal: g["npcd_db_wal_bytes"], cache: g["npcd_index_cache_bytes"],
+		cacheLimit: g["npcd_index_cache_limit_bytes"]}, sc.Err()
 }
 
 // The tavern: seven regulars, their talk, and the game's long answers.
@@ -339,14 +349,14 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 			return err
 		}
 		cur.LiveMessages, cur.ArchivedMessages = cx.LiveMessages, cx.ArchivedMessages
-		_, _, cache, err := npc.sizes(ctx)
+		sz, err := npc.sizes(ctx)
 		if err != nil {
 			return err
 		}
 		var ms1 runtime.MemStats
 		runtime.ReadMemStats(&ms1)
 		rss, _ := procStatus("VmRSS")
-		cur.HeapInuseMiB, cur.RSSMiB, cur.IndexCacheMiB = mib(int64(ms1.HeapInuse)), mib(rss), mib(cache)
+		cur.HeapInuseMiB, cur.RSSMiB, cur.IndexCacheMiB = mib(int64(ms1.HeapInuse)), mib(rss), mib(sz.cache)
 		if o.JSON {
 			if err := json.NewEncoder(out).Encode(cur); err != nil {
 				return err
@@ -441,7 +451,7 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 		return err
 	}
 
-	db, wal, _, err := npc.sizes(ctx)
+	sz, err := npc.sizes(ctx)
 	if err != nil {
 		return err
 	}
@@ -458,11 +468,11 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 		}
 		return float64(int(a/b*1000+0.5)) / 1000
 	}
-	s := LifeSummary{Kind: "summary", Mode: mode, Events: o.Events, Nights: o.Nights, Window: o.Window, IndexCacheMB: o.CacheMB,
+	s := LifeSummary{Kind: "summary", Mode: mode, Events: o.Events, Nights: o.Nights, Window: o.Window, IndexCacheMB: mib(sz.cacheLimit),
 		Ticks: ticks, Sleeps: sleeps, ElapsedS: float64(time.Since(start).Milliseconds()) / 1000,
 		CPURatio: ratio(last.CPUMSPerTick, first.CPUMSPerTick), P50Ratio: ratio(last.P50MS, first.P50MS),
 		PromptRatio: ratio(last.PromptTokensPerTick, first.PromptTokensPerTick),
-		PeakRSSMiB:  mib(peak), DBMiB: mib(db), WALMiB: mib(wal)}
+		PeakRSSMiB:  mib(peak), DBMiB: mib(sz.db), WALMiB: mib(sz.wal)}
 	s.TickFlat, s.PromptFlat = s.CPURatio <= lifeFlat, s.PromptRatio <= lifeFlat
 	if o.JSON {
 		return json.NewEncoder(out).Encode(s)
@@ -475,7 +485,7 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 	}
 	fmt.Fprintf(out, "  last tenth / first: cpu ms per tick %.2fx (%s, target ≤ %.1fx), p50 %.2fx, prompt tokens per tick %.0f → %.0f (%.3fx, %s)\n",
 		s.CPURatio, verdict(s.TickFlat), lifeFlat, s.P50Ratio, first.PromptTokensPerTick, last.PromptTokensPerTick, s.PromptRatio, verdict(s.PromptFlat))
-	fmt.Fprintf(out, "  %d ticks, %d sleeps in %.0f s; peak RSS %.0f MiB (index cache bound %d MiB); database %.1f MiB, write-ahead log %.1f MiB at the end\n",
+	fmt.Fprintf(out, "  %d ticks, %d sleeps in %.0f s; peak RSS %.0f MiB (index cache bound %.0f MiB); database %.1f MiB, write-ahead log %.1f MiB at the end\n",
 		s.Ticks, s.Sleeps, s.ElapsedS, s.PeakRSSMiB, s.IndexCacheMB, s.DBMiB, s.WALMiB)
 	return nil
 }
