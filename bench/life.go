@@ -313,10 +313,10 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 		npc = engineNPC{w: w}
 	}
 	if !o.JSON {
-		fmt.Fprintf(out, "one innkeeper's life (%s, builtin model): %d events over %d game days, a sleep each night, window %d, observations of %d bytes, index cache %d MiB\n",
+		fmt.Fprintf(out, "one innkeeper's life (%s, builtin model): %d events over %d game days, a sleep each night, window %d, observations of %d bytes, index cache %d MiB (e-cmp, s-cmp: compactions of the ticks, of the sleeps)\n",
 			mode, o.Events, o.Nights, o.Window, o.ObsBytes, o.CacheMB)
 		fmt.Fprintf(out, "  %5s %7s %4s %7s %8s %7s %7s %8s %8s %5s %6s %5s %8s %6s %8s %8s %8s %9s\n",
-			"tenth", "events", "day", "ticks", "ticks/s", "p50 ms", "p99 ms", "cpu ms/t", "prompt/t", "emerg", "sleeps", "sleep", "sleep ms",
+			"tenth", "events", "day", "ticks", "ticks/s", "p50 ms", "p99 ms", "cpu ms/t", "prompt/t", "e-cmp", "sleeps", "s-cmp", "sleep ms",
 			"live", "archived", "heap MiB", "RSS MiB", "cache MiB")
 	}
 	room := observation(lifeRoom, o.ObsBytes)
