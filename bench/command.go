@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/tick"
 )
 
@@ -107,7 +108,7 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 	}
 	sched.Flags().IntVar(&scheduled, "npcs", 10000, "NPCs with a sleep schedule")
 	sched.Flags().DurationVar(&idle, "idle", 30*time.Second, "how long to watch the idle scheduler")
-	cmd.AddCommand(ticks, budget, plan, masking, tokens, sweep, sched)
+	cmd.AddCommand(ticks, budget, plan, masking, tokens, sweep, sched, lifeCommand(stdout, stderr, h))
 	cmd.AddCommand(sayCommand(stdout, h))
 	return cmd
 }
@@ -143,5 +144,33 @@ NPC at a time; each latency runs from the event's POST to the NPC's tick arrivin
 	f.DurationVar(&b.Debounce, "debounce", 10*time.Millisecond, "the NPCs' auto_tick.debounce_ms")
 	f.DurationVar(&b.MaxWait, "max-wait", 100*time.Millisecond, "the NPCs' auto_tick.max_wait_ms")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func lifeCommand(stdout, stderr io.Writer, h Harness) *cobra.Command {
+	var o LifeOptions
+	cmd := &cobra.Command{
+		Use:   "life",
+		Short: "One innkeeper through a long life (a game-year of events and nightly sleeps), reported per tenth",
+		Long: `Drives one NPC, an innkeeper with look and inventory as game tools, through a long life:
+seven regulars talk, every third event asks her to look around or check her stock (the game
+answers with a long observation), now and then someone tells a fact; each event is followed by
+a tick, the events are spread over --nights game days (their "at" times) and she sleeps after
+each day, through the same code path as a scheduled sleep or POST /v1/npcs/{npc}/sleep.
+Reports per tenth of the life: ticks/s, tick latency p50/p99, CPU per tick, prompt tokens per
+tick, compactions, sleeps, live and archived messages, Go heap, RSS and the index cache; then
+the last tenth over the first, peak RSS and the database's size. --http drives the real daemon
+on a loopback port (latencies are whole requests; CPU is daemon and client together).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return Life(cmd.Context(), stdout, stderr, h, o) },
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Events, "events", 100000, "events of the whole life, each followed by a tick")
+	f.IntVar(&o.Nights, "nights", 365, "game days the events spread over; the NPC sleeps after each")
+	f.IntVar(&o.Window, "window", character.DefaultContextWindow, "context window of the NPC")
+	f.IntVar(&o.ObsBytes, "observation-bytes", 1200, "size of each look or stock observation")
+	f.IntVar(&o.CacheMB, "index-cache-mb", 128, "memory the search index cache may hold, in MiB (the daemon's NPCD_INDEX_CACHE_MB)")
+	f.BoolVar(&o.HTTP, "http", false, "drive the real daemon on a loopback port")
+	f.BoolVar(&o.JSON, "json", false, "one JSON object per tenth, then a summary object")
 	return cmd
 }

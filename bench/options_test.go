@@ -20,6 +20,14 @@ func TestOptionsCheck(t *testing.T) {
 		edit(&o)
 		return o.Check()
 	}
+	life := func(edit func(*LifeOptions)) error {
+		o := LifeOptions{Events: 100, Nights: 10, Window: 8192, ObsBytes: 1200, CacheMB: 128}
+		edit(&o)
+		return o.Check()
+	}
+	if err := life(func(*LifeOptions) {}); err != nil {
+		t.Fatalf("good life options refused: %v", err)
+	}
 	if err := ticks(func(*TickOptions) {}); err != nil {
 		t.Fatalf("good tick options refused: %v", err)
 	}
@@ -43,6 +51,12 @@ func TestOptionsCheck(t *testing.T) {
 		{"--fact-every", tokens(func(o *TokenOptions) { o.FactEvery = 0 })},
 		{"--observation-bytes", tokens(func(o *TokenOptions) { o.ObsBytes = 0 })},
 		{"--sleep-every", tokens(func(o *TokenOptions) { o.SleepEvery = -1 })},
+		{"--events", life(func(o *LifeOptions) { o.Events = 9 })},
+		{"--nights", life(func(o *LifeOptions) { o.Nights = 0 })},
+		{"--nights", life(func(o *LifeOptions) { o.Nights = 101 })},
+		{"--window", life(func(o *LifeOptions) { o.Window = 1023 })},
+		{"--observation-bytes", life(func(o *LifeOptions) { o.ObsBytes = 0 })},
+		{"--index-cache-mb", life(func(o *LifeOptions) { o.CacheMB = 0 })},
 	} {
 		if c.err == nil || !strings.HasPrefix(c.err.Error(), c.flag+" ") {
 			t.Errorf("%s: err %v, want one naming the flag", c.flag, c.err)

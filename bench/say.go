@@ -66,7 +66,7 @@ func Say(ctx context.Context, h Harness, b SayOptions) (*SayMeasure, error) {
 	if err := b.Check(); err != nil {
 		return nil, err
 	}
-	addr, stop, err := h.Serve(ctx, 0)
+	addr, stop, err := h.Serve(ctx, ServeOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,9 @@ type World struct {
 	Chars     *character.Store
 	Journal   *journal.Store
 	Retriever *journal.Retriever
+	// Sizes reads the sizes of the database and of its write-ahead log
+	// (0 when it has none), in bytes.
+	Sizes func(ctx context.Context) (db, wal int64, err error)
 }
 
 // Options adjust a World's wiring.
@@ -32,6 +35,17 @@ type Options struct {
 	// DB, when set, is a PostgreSQL URL to measure on, in a schema of
 	// its own dropped when done; empty means a new SQLite file.
 	DB string
+	// IndexCacheMB, when set, bounds the memory search's index cache in
+	// MiB, as NPCD_INDEX_CACHE_MB does; 0 keeps the daemon's default.
+	IndexCacheMB int
+}
+
+// ServeOptions adjust the daemon a Harness serves.
+type ServeOptions struct {
+	// MaxCalls is the room for model calls at once; 0 keeps the default.
+	MaxCalls int
+	// IndexCacheMB is as in Options.
+	IndexCacheMB int
 }
 
 // Harness is how the measurements get an npcd: cmd/npcd provides both.
@@ -40,9 +54,9 @@ type Harness struct {
 	// removes the database.
 	Open func(ctx context.Context, opt Options) (w *World, done func(), err error)
 	// Serve runs the daemon on a loopback port over a fresh temporary
-	// database, with room for maxCalls model calls at once, and returns its
-	// address; stop shuts it down and removes the database.
-	Serve func(ctx context.Context, maxCalls int) (addr string, stop func(), err error)
+	// database, as opt says, and returns its address; stop shuts it down
+	// and removes the database.
+	Serve func(ctx context.Context, opt ServeOptions) (addr string, stop func(), err error)
 }
 
 func benchNPC(id string) *character.Character {

@@ -27,12 +27,22 @@ func benchHarness() bench.Harness {
 			if err != nil {
 				return nil, nil, err
 			}
+			if opt.IndexCacheMB > 0 {
+				cfg.IndexCacheMB = opt.IndexCacheMB
+			}
 			a, err := openApp(ctx, cfg, zerolog.Nop(), appOptions{remote: opt.Remote, tickConfig: opt.TickConfig})
 			if err != nil {
 				drop()
 				return nil, nil, err
 			}
-			w := &bench.World{Engine: a.engine, Chars: a.chars, Journal: a.journal, Retriever: a.retriever}
+			w := &bench.World{Engine: a.engine, Chars: a.chars, Journal: a.journal, Retriever: a.retriever,
+				Sizes: func(ctx context.Context) (int64, int64, error) {
+					n, err := store.Size(ctx, a.db)
+					if err != nil || !store.IsSQLite(a.db) {
+						return n, 0, err
+					}
+					return n, walSize(cfg.DB), nil
+				}}
 			// The daemon's upkeep runs as in npcd serve: the write-ahead
 			// log is checkpointed under the measured load too.
 			walCtx, stopWAL := context.WithCancel(context.Background())
@@ -40,13 +50,16 @@ func benchHarness() bench.Harness {
 			go func() { defer close(walDone); a.keepWALSmall(walCtx, cfg.WALCheckpoint) }()
 			return w, func() { stopWAL(); <-walDone; a.close(context.Background()); drop() }, nil
 		},
-		Serve: func(ctx context.Context, maxCalls int) (string, func(), error) {
+		Serve: func(ctx context.Context, opt bench.ServeOptions) (string, func(), error) {
 			cfg, drop, err := benchDB(ctx, "")
 			if err != nil {
 				return "", nil, err
 			}
 			cfg.Addr, cfg.LogLevel = "127.0.0.1:0", "error"
-			cfg.MaxConcurrentCalls = max(cfg.MaxConcurrentCalls, maxCalls)
+			cfg.MaxConcurrentCalls = max(cfg.MaxConcurrentCalls, opt.MaxCalls)
+			if opt.IndexCacheMB > 0 {
+				cfg.IndexCacheMB = opt.IndexCacheMB
+			}
 			sctx, stop := context.WithCancel(ctx)
 			ready, done := make(chan string, 1), make(chan error, 1)
 			go func() { done <- serve(sctx, cfg, io.Discard, ready) }()

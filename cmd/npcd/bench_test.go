@@ -147,3 +147,93 @@ func TestBenchMaskingCountsCompactionsOverTheTarget(t *testing.T) {
 		t.Fatalf("%s compactions over the target, %s saying why; want some, each saying why:\n%s", m[1], m[2], out.String())
 	}
 }
+
+// bench life reports ten tenths and a summary, in-process and through the
+// daemon: every event ticked, prompts priced, a sleep each night, history
+// archived as the life grows, and the index cache bound the flag set.
+func TestBenchLife(t *testing.T) {
+	for _, mode := range []string{"in-process", "http"} {
+		t.Run(mode, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := []string{"bench", "life", "--events", "300", "--nights", "3", "--index-cache-mb", "3", "--json"}
+			if mode == "http" {
+				args = append(args, "--http")
+			}
+			if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+				t.Fatalf("bench life: %v\n%s", err, errb.String())
+			}
+			var tenths []bench.LifeTenth
+			var sum bench.LifeSummary
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			for i, line := range lines {
+				var err error
+				if i == len(lines)-1 {
+					err = json.Unmarshal([]byte(line), &sum)
+				} else {
+					var m bench.LifeTenth
+					err = json.Unmarshal([]byte(line), &m)
+					tenths = append(tenths, m)
+				}
+				if err != nil {
+					t.Fatalf("not one JSON object a line: %v\n%s", err, out.String())
+				}
+			}
+			if len(tenths) != 10 || sum.Kind != "summary" || sum.Mode != mode {
+				t.Fatalf("%d tenths and summary %+v, want ten tenths then a %s summary:\n%s", len(tenths), sum, mode, out.String())
+			}
+			events, ticks, sleeps, compactions := 0, 0, 0, 0
+			for i, m := range tenths {
+				if m.Kind != "tenth" || m.Tenth != i+1 || m.Events != 30 {
+					t.Errorf("tenth %d: %+v, want tenth %d of 30 events", i, m, i+1)
+				}
+				// Every event is ticked, and every third asks for a look
+				// or the stock, which the game answers before a second tick.
+				if m.Ticks < m.Events || m.TicksPerS <= 0 || m.P50MS <= 0 || m.P50MS > m.P99MS || m.CPUMSPerTick <= 0 ||
+					m.PromptTokensPerTick <= 0 || m.HeapInuseMiB <= 0 || m.RSSMiB <= 0 || m.LiveMessages <= 0 {
+					t.Errorf("tenth %d: implausible figures %+v", i+1, m)
+				}
+				events += m.Events
+				ticks += m.Ticks
+				sleeps += m.Sleeps
+				compactions += m.EmergencyCompactions + m.SleepCompactions
+			}
+			if events != 300 || ticks <= 300 || ticks != sum.Ticks {
+				t.Errorf("%d events and %d ticks in the tenths, summary %d ticks: want 300 events, more ticks, the same count", events, ticks, sum.Ticks)
+			}
+			if sleeps != 3 || sum.Sleeps != 3 || tenths[9].Sleeps != 1 || tenths[9].Day != 3 {
+				t.Errorf("%d sleeps in the tenths, %d in the summary, last tenth %+v: want one a night, the last after day 3", sleeps, sum.Sleeps, tenths[9])
+			}
+			if compactions == 0 || tenths[9].ArchivedMessages <= tenths[0].ArchivedMessages {
+				t.Errorf("%d compactions, archived %d → %d: a life that outgrows its window compacts and archives", compactions,
+					tenths[0].ArchivedMessages, tenths[9].ArchivedMessages)
+			}
+			if sum.IndexCacheMB != 3 || sum.PeakRSSMiB <= 0 || sum.DBMiB <= 0 || sum.CPURatio <= 0 || sum.P50Ratio <= 0 || sum.PromptRatio <= 0 {
+				t.Errorf("summary %+v: want the 3 MiB cache bound the app was given, and sane figures", sum)
+			}
+		})
+	}
+}
+
+// bench life refuses bad flags, naming the flag.
+func TestBenchLifeRefusesBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"--events", []string{"--events", "9"}},
+		{"--nights", []string{"--nights", "0"}},
+		{"--nights", []string{"--events", "100", "--nights", "101"}},
+		{"--window", []string{"--window", "100"}},
+		{"--observation-bytes", []string{"--observation-bytes", "0"}},
+		{"--index-cache-mb", []string{"--index-cache-mb", "0"}},
+	} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), append([]string{"bench", "life"}, c.args...), &out, &errb, os.Getenv)
+		if err == nil || !strings.HasPrefix(err.Error(), c.flag+" ") {
+			t.Errorf("bench life %v: %v, want a refusal naming %s", c.args, err, c.flag)
+		}
+		if out.Len() > 0 {
+			t.Errorf("bench life %v printed before refusing:\n%s", c.args, out.String())
+		}
+	}
+}
