@@ -192,6 +192,11 @@ type ListQuery struct {
 	Unconsolidated bool
 	MinImportance  int
 	SourceMessages []int64 // only entries citing one of these message ids (filtered in Go)
+	// CreatedSince, when set, skips the entries written before the newest
+	// one written before it, read through the (character_id, id) index
+	// from the newest entry back: a long journal is not read whole for the
+	// entries of the last hours.
+	CreatedSince time.Time
 }
 
 // List returns entries of NPC id oldest first.
@@ -208,6 +213,11 @@ func (s *Store) List(ctx context.Context, id string, lq ListQuery) ([]Entry, err
 	}
 	if lq.MinImportance > 0 {
 		q = q.Where("importance >= ?", lq.MinImportance)
+	}
+	if !lq.CreatedSince.IsZero() {
+		before := s.q(ctx).Session(&gorm.Session{NewDB: true}).Model(&Entry{}).Select("id").
+			Where("character_id = ? AND created_at < ?", id, lq.CreatedSince.UTC()).Order("id DESC").Limit(1)
+		q = q.Where("id > COALESCE((?), 0)", before)
 	}
 	if lq.Limit > 0 {
 		q = q.Order("id DESC").Limit(lq.Limit)

@@ -122,7 +122,14 @@ func (c *Compactor) Pinned(ctx context.Context, p *Plan) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	es, err := c.journal.List(ctx, p.NPC, journal.ListQuery{MinImportance: PinImportance, SourceMessages: ids})
+	// An entry cites a message of its own turn or a later one: only the
+	// entries written since the span's first message (an hour earlier, for
+	// the clocks of several daemons) are read, however long the journal.
+	lq := journal.ListQuery{MinImportance: PinImportance, SourceMessages: ids}
+	if first := p.Span[0].CreatedAt; !first.IsZero() {
+		lq.CreatedSince = first.Add(-time.Hour)
+	}
+	es, err := c.journal.List(ctx, p.NPC, lq)
 	if err != nil {
 		return nil, err
 	}
