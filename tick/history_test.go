@@ -96,20 +96,7 @@ func TestHeldHistoryMatchesTheStoredOne(t *testing.T) {
 		}
 		checkHeld(t, env, "brom", fmt.Sprintf("tick %d", i))
 		looks += len(res.Awaiting)
-		for _, call := range res.Awaiting {
-			obs := strings.Repeat(fmt.Sprintf("A notched blade, round %d, with a ruby in the hilt. ", i), 12)
-			if err := env.eng.PostToolResults(ctx, "brom", []ToolResult{{CallID: call, Content: obs}}); err != nil {
-				t.Fatal(err)
-			}
-			next, err := env.eng.Tick(ctx, "brom")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if next.Compaction != nil {
-				compactions++
-			}
-			checkHeld(t, env, "brom", fmt.Sprintf("continuation of tick %d", i))
-		}
+		compactions += answerBlades(t, env, i, res, func() { checkHeld(t, env, "brom", fmt.Sprintf("continuation of tick %d", i)) })
 	}
 	// Masking by policy still ran although the tick skips it when the held
 	// history shows nothing to mask: every older tool result is masked.
@@ -451,19 +438,7 @@ func checkKeptPrompt(t *testing.T, lent bool) {
 		if res.Compaction != nil {
 			compactions++
 		}
-		for _, call := range res.Awaiting {
-			obs := strings.Repeat(fmt.Sprintf("A notched blade, round %d, with a ruby in the hilt. ", i), 12)
-			if err := env.eng.PostToolResults(ctx, "brom", []ToolResult{{CallID: call, Content: obs}}); err != nil {
-				t.Fatal(err)
-			}
-			next, err := env.eng.Tick(ctx, "brom")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if next.Compaction != nil {
-				compactions++
-			}
-		}
+		compactions += answerBlades(t, env, i, res, func() {})
 		stored, err := env.chars.Get(ctx, "brom")
 		if err != nil {
 			t.Fatal(err)
@@ -564,4 +539,28 @@ func TestLivePromptFollowsItsHistory(t *testing.T) {
 			t.Fatalf("prompt %d changed after it was given out", i+1)
 		}
 	}
+}
+
+// answerBlades answers brom's awaited look calls of res, round i, with a
+// blade's description and ticks after each, calling after; it returns the
+// compactions those ticks ran.
+func answerBlades(t *testing.T, env *testEnv, i int, res *Result, after func()) int {
+	t.Helper()
+	ctx := context.Background()
+	compactions := 0
+	for _, call := range res.Awaiting {
+		obs := strings.Repeat(fmt.Sprintf("A notched blade, round %d, with a ruby in the hilt. ", i), 12)
+		if err := env.eng.PostToolResults(ctx, "brom", []ToolResult{{CallID: call, Content: obs}}); err != nil {
+			t.Fatal(err)
+		}
+		next, err := env.eng.Tick(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.Compaction != nil {
+			compactions++
+		}
+		after()
+	}
+	return compactions
 }
