@@ -123,11 +123,13 @@ func (c *Compactor) Pinned(ctx context.Context, p *Plan) ([]string, error) {
 		return nil, nil
 	}
 	// An entry cites a message of its own turn or a later one: only the
-	// entries written since the span's first message (an hour earlier, for
-	// the clocks of several daemons) are read, however long the journal.
+	// entries written since the span's first message are read, however
+	// long the journal. The margin covers the clocks of several daemons;
+	// an entry missed beyond it is still in the journal and found by
+	// search, only not pinned in the summary.
 	lq := journal.ListQuery{MinImportance: PinImportance, SourceMessages: ids}
 	if first := p.Span[0].CreatedAt; !first.IsZero() {
-		lq.CreatedSince = first.Add(-time.Hour)
+		lq.CreatedSince = first.Add(-pinClockMargin)
 	}
 	es, err := c.journal.List(ctx, p.NPC, lq)
 	if err != nil {
@@ -135,6 +137,10 @@ func (c *Compactor) Pinned(ctx context.Context, p *Plan) ([]string, error) {
 	}
 	return pinnedLines(es), nil
 }
+
+// pinClockMargin is how much earlier than the span's first message Pinned
+// reads entries from.
+const pinClockMargin = time.Minute
 
 // Compact plans, summarizes and commits a compaction of NPC ch now. The
 // caller holds the NPC's lock. It returns the compaction, nil when nothing
