@@ -385,9 +385,10 @@ func (r *Retriever) indexEntries(x *npcIndex, es []newEntry) {
 }
 
 // marksSQL reads, for refresh, an NPC's game clock and history revision
-// (NULL when it has no row), its memory revision (0 before its first memory) and its journal
-// entries above an id, in id order: a row per entry, each with the clock
-// and revision, or one row with NULL entry columns when there is none.
+// (NULL when it has no row), its memory revision (0 before its first
+// memory) and its journal entries above an id, in id order: a row per
+// entry, each with the clock and revisions, or one row with NULL entry
+// columns when there is none.
 const marksSQL = `SELECT characters.game_time, characters.history_rev,
 	COALESCE((SELECT rev FROM memory_revs WHERE memory_revs.character_id = ?), 0),
 	entries.id, entries.content, entries.importance, entries.game_time, entries.sources
