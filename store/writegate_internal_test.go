@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,19 +47,11 @@ func TestWritesTellsWritesFromReads(t *testing.T) {
 // restartFrames pages, the log is reused from its start instead of growing
 // with every page written.
 func TestGateCheckpointsTheLog(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "wal.db")
-	db, gate, err := openGate("sqlite", sqliteDSN(path, Options{}), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	path, db, gate := openBlobs(t)
 	ctx := context.Background()
 	var auto int
 	if err := db.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != 0 {
 		t.Fatalf("wal_autocheckpoint %d (%v), want 0: the gate checkpoints", auto, err)
-	}
-	if _, err := db.ExecContext(ctx, "CREATE TABLE blobs (b BLOB)"); err != nil {
-		t.Fatal(err)
 	}
 	page := strings.Repeat("x", 4096) // a row a page, or more
 	const rounds = 200
@@ -100,16 +93,8 @@ func TestGateCheckpointsTheLog(t *testing.T) {
 // still catches up (its second pass holds the gate) and the log is started
 // over, instead of growing with every page written.
 func TestGateCheckpointsUnderLoad(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "wal.db")
-	db, gate, err := openGate("sqlite", sqliteDSN(path, Options{}), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	path, db, gate := openBlobs(t)
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, "CREATE TABLE blobs (b BLOB)"); err != nil {
-		t.Fatal(err)
-	}
 	page := strings.Repeat("x", 4096)
 	const writers, each = 4, 40 * CheckpointEvery
 	done := make(chan struct{})
@@ -172,4 +157,20 @@ func TestGateCheckpointsUnderLoad(t *testing.T) {
 	if max := int64(writers * each * 4096); peak.Load() > max {
 		t.Fatalf("the write-ahead log reached %d bytes over %d writes, want at most %d", peak.Load(), writers*each, max)
 	}
+}
+
+// openBlobs opens an SQLite database as npcd's pools are opened, behind a
+// write gate, with a table of blobs to write; it returns the file's path.
+func openBlobs(t *testing.T) (string, *sql.DB, *writeGate) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "wal.db")
+	db, gate, err := openGate("sqlite", sqliteDSN(path, Options{}), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.ExecContext(context.Background(), "CREATE TABLE blobs (b BLOB)"); err != nil {
+		t.Fatal(err)
+	}
+	return path, db, gate
 }
