@@ -52,6 +52,9 @@ type npcIndex struct {
 	// -1 for an item that is no perceived message.
 	users    []int32
 	userRank []int32
+	// mems lists the items of memories in the order they were added, for
+	// NearDuplicates, which looks at no other kind.
+	mems []int32
 	// post lists, for each indexed word (see termKey), the items holding
 	// it: the NPC's own BM25 statistics and the keyword channel's index.
 	post     map[string][]posting
@@ -128,7 +131,7 @@ func newIndex(npc string) *npcIndex {
 
 func (x *npcIndex) bytes() int64 {
 	return x.vecs.bytes() + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
-		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
+		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
 		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
 		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24
 }
@@ -197,6 +200,9 @@ func (x *npcIndex) add(it item, text string) int32 {
 		x.users = append(x.users, p)
 	}
 	x.userRank = append(x.userRank, rank)
+	if it.kind == kindMemory {
+		x.mems = append(x.mems, p)
+	}
 	if it.gameTime > x.newest {
 		x.newest = it.gameTime
 	}

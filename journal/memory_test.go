@@ -199,6 +199,53 @@ func TestDuplicateHelpers(t *testing.T) {
 	}
 }
 
+// TestNearDuplicatesAreCurrentMemoriesOnly: messages with a memory's very
+// words are no duplicates of it, nor is a superseded memory; the current
+// ones come best first, cut at the limit, and the index follows memories
+// added after it was built.
+func TestNearDuplicatesAreCurrentMemoriesOnly(t *testing.T) {
+	e := newEnv(t)
+	e.npc(t, "brom", t0)
+	ctx := context.Background()
+	const fact = "Alice lost her silver sword at the forge."
+	texts := make([]string, 40)
+	for i := range texts {
+		texts[i] = fact
+	}
+	e.say(t, "brom", t0, texts, nil)
+	old := &Memory{Content: fact, Entity: "alice", Key: "sword", GameTime: t0}
+	if _, err := e.jour.AddMemory(ctx, "brom", old); err != nil {
+		t.Fatal(err)
+	}
+	current := &Memory{Content: fact, Entity: "alice", Key: "sword", GameTime: t0.Add(time.Hour)}
+	if sup, err := e.jour.AddMemory(ctx, "brom", current); err != nil || len(sup) != 1 || sup[0] != old.ID {
+		t.Fatalf("supersede by the slot: %v, %v", sup, err)
+	}
+	r := e.retriever(t)
+	near := func(limit int) []MemoryMatch {
+		t.Helper()
+		ms, err := r.NearDuplicates(ctx, "brom", "alice lost her silver sword at the forge", 0.9, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	if ms := near(5); len(ms) != 1 || ms[0].Memory.ID != current.ID || ms[0].Similarity < 0.99 {
+		t.Fatalf("near duplicates %+v, want only memory %d", ms, current.ID)
+	}
+	close := &Memory{Content: "Alice lost her silver swords at the forge!", GameTime: t0.Add(2 * time.Hour)}
+	if _, err := e.jour.AddMemory(ctx, "brom", close); err != nil {
+		t.Fatal(err)
+	}
+	ms := near(5)
+	if len(ms) != 2 || ms[0].Memory.ID != current.ID || ms[1].Memory.ID != close.ID || ms[0].Similarity <= ms[1].Similarity {
+		t.Fatalf("near duplicates %+v, want %d then %d, best first", ms, current.ID, close.ID)
+	}
+	if ms := near(1); len(ms) != 1 || ms[0].Memory.ID != current.ID {
+		t.Fatalf("limit 1: %+v, want only %d", ms, current.ID)
+	}
+}
+
 func TestIndexFollowsWrites(t *testing.T) {
 	e := newEnv(t)
 	e.npc(t, "brom", t0)

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -727,20 +728,33 @@ func (r *Retriever) NearDuplicates(ctx context.Context, npc, content string, min
 	if err != nil {
 		return nil, fmt.Errorf("near duplicates for %q: %w", npc, err)
 	}
-	x.scan(qv)
-	var ids []int64
-	sims := map[int64]float64{}
-	for _, p := range topN(x.scores, len(x.items)) {
-		if s := float64(x.scores[p]); s < minSim {
-			break
-		}
-		if it := x.items[p]; it.kind == kindMemory && it.supBy == 0 {
-			ids = append(ids, it.id)
-			sims[it.id] = float64(x.scores[p])
-			if len(ids) == limit {
-				break
+	// Only current memories can be duplicates: their cosines alone are
+	// computed, so a sleep's merges cost what the NPC's memories hold, not
+	// its whole life of messages. A memory still without its vector has a
+	// row of zeros, below any threshold.
+	var hits []scored
+	if qv != nil && x.dims > 0 {
+		for _, p := range x.mems {
+			if x.items[p].supBy != 0 {
+				continue
+			}
+			if s := dot(qv, x.vecs.row(int(p))); float64(s) >= minSim {
+				hits = append(hits, scored{p, s})
 			}
 		}
+	}
+	slices.SortFunc(hits, func(a, b scored) int {
+		if a.s != b.s {
+			return cmp.Compare(b.s, a.s)
+		}
+		return cmp.Compare(a.p, b.p)
+	})
+	var ids []int64
+	sims := map[int64]float64{}
+	for _, h := range hits[:min(len(hits), limit)] {
+		id := x.items[h.p].id
+		ids = append(ids, id)
+		sims[id] = float64(h.s)
 	}
 	if len(ids) == 0 {
 		return nil, nil
