@@ -172,5 +172,6 @@ on a loopback port (latencies are whole requests; CPU is daemon and client toget
 	f.IntVar(&o.CacheMB, "index-cache-mb", 128, "memory the search index cache may hold, in MiB (the daemon's NPCD_INDEX_CACHE_MB)")
 	f.BoolVar(&o.HTTP, "http", false, "drive the real daemon on a loopback port")
 	f.BoolVar(&o.JSON, "json", false, "one JSON object per tenth, then a summary object")
+	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole life to this file")
 	return cmd
 }

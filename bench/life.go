@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,9 @@ type LifeOptions struct {
 	CacheMB  int  // bound of the memory search's index cache, MiB (NPCD_INDEX_CACHE_MB)
 	HTTP     bool // through the daemon on a loopback port
 	JSON     bool // one JSON object per tenth, then the summary
+	// CPUProfile, when set, names a file for a CPU profile of the whole
+	// life (in-process: the daemon's work and the driver's together).
+	CPUProfile string
 }
 
 // Check refuses bad options, naming the flag of npcd bench life.
@@ -279,6 +283,17 @@ var lifeStart = time.Date(2026, 4, 10, 0, 0, 0, 0, time.UTC)
 func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions) error {
 	if err := o.Check(); err != nil {
 		return err
+	}
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var npc lifeNPC
 	mode := "in-process"

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -156,8 +157,11 @@ func TestBenchLife(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			args := []string{"bench", "life", "--events", "300", "--nights", "3", "--index-cache-mb", "3", "--json"}
+			prof := filepath.Join(t.TempDir(), "life.pprof")
 			if mode == "http" {
 				args = append(args, "--http")
+			} else {
+				args = append(args, "--cpuprofile", prof)
 			}
 			if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
 				t.Fatalf("bench life: %v\n%s", err, errb.String())
@@ -206,6 +210,9 @@ func TestBenchLife(t *testing.T) {
 			if compactions == 0 || tenths[9].ArchivedMessages <= tenths[0].ArchivedMessages {
 				t.Errorf("%d compactions, archived %d → %d: a life that outgrows its window compacts and archives", compactions,
 					tenths[0].ArchivedMessages, tenths[9].ArchivedMessages)
+			}
+			if fi, err := os.Stat(prof); mode == "in-process" && (err != nil || fi.Size() == 0) {
+				t.Errorf("--cpuprofile wrote no profile: %v", err)
 			}
 			if sum.IndexCacheMB != 3 || sum.PeakRSSMiB <= 0 || sum.DBMiB <= 0 || sum.CPURatio <= 0 || sum.P50Ratio <= 0 || sum.PromptRatio <= 0 {
 				t.Errorf("summary %+v: want the 3 MiB cache bound the app was given, and sane figures", sum)
