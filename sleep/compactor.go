@@ -139,8 +139,10 @@ func (c *Compactor) Pinned(ctx context.Context, p *Plan) ([]string, error) {
 }
 
 // pinClockMargin is how much earlier than the span's first message Pinned
-// reads entries from.
-const pinClockMargin = time.Minute
+// reads entries from: far beyond the skew of clocks kept by NTP, and short
+// enough that a busy NPC's compaction reads a few seconds of its journal
+// besides its span's own.
+const pinClockMargin = 10 * time.Second
 
 // Compact plans, summarizes and commits a compaction of NPC ch now. The
 // caller holds the NPC's lock. It returns the compaction, nil when nothing
