@@ -524,34 +524,46 @@ func (r *Retriever) now(x *npcIndex) time.Time {
 }
 
 // scan computes the cosine of q with every item into x.scores, in parallel
-// for large indexes.
+// for large indexes: q is quantized like the items' vectors, and each
+// score is the dot product of the two codes times both scales.
 func (x *npcIndex) scan(q []float32) {
 	n := len(x.items)
 	if cap(x.scores) < n {
 		x.scores = make([]float32, n, n+n/4)
 	}
 	x.scores = x.scores[:n]
-	x.qv, x.sparse = q, false
+	x.qv, x.sparse, x.qcs = q, false, 0
 	d := x.dims
-	if q == nil || d == 0 {
+	if q == nil || d == 0 || len(q) != d {
+		clear(x.scores)
+		return
+	}
+	if cap(x.qc) < d {
+		x.qc = make([]int8, d)
+	}
+	x.qc = x.qc[:d]
+	qs := quantize(x.qc, q)
+	x.qcs = qs
+	if qs == 0 {
 		clear(x.scores)
 		return
 	}
 	start := x.scanStart()
-	x.qSparse.set(q)
-	x.sparse = !x.nonFinite && len(q) == d && 3*len(x.qSparse.idx) < d
+	x.qSparse.set(x.qc)
+	x.sparse = 3*len(x.qSparse.idx) < d
 	if x.sparse {
-		qs := &x.qSparse
-		parallel(n-start, (n-start)*len(qs.idx), func(lo, hi int) {
+		sq := &x.qSparse
+		parallel(n-start, (n-start)*len(sq.idx), func(lo, hi int) {
 			for i := start + lo; i < start+hi; i++ {
-				x.scores[i] = qs.dot(x.vecs.row(i))
+				x.scores[i] = float32(sq.dot(x.vecs.row(i))) * x.vecScale[i] * qs
 			}
 		})
 		return
 	}
+	qc := x.qc
 	parallel(n-start, (n-start)*d, func(lo, hi int) {
 		for i := start + lo; i < start+hi; i++ {
-			x.scores[i] = dot(q, x.vecs.row(i))
+			x.scores[i] = float32(dot8(qc, x.vecs.row(i))) * x.vecScale[i] * qs
 		}
 	})
 }
@@ -571,14 +583,14 @@ func (x *npcIndex) vecAt(p int32) float32 {
 	if int(p) >= x.scanStart() {
 		return x.scores[p]
 	}
-	d := x.dims
-	if x.qv == nil || d == 0 {
+	if x.qv == nil || x.qcs == 0 {
 		return 0
 	}
+	row := x.vecs.row(int(p))
 	if x.sparse {
-		return x.qSparse.dot(x.vecs.row(int(p)))
+		return float32(x.qSparse.dot(row)) * x.vecScale[p] * x.qcs
 	}
-	return dot(x.qv, x.vecs.row(int(p)))
+	return float32(dot8(x.qc, row)) * x.vecScale[p] * x.qcs
 }
 
 // parallel runs work over [0, n) in chunks, on every processor when the
