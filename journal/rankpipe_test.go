@@ -507,3 +507,49 @@ func TestQueryVectorReusesItsScratch(t *testing.T) {
 		prev = got
 	}
 }
+
+// The scan's scores of the offline embedder's vectors, query and items
+// quantized, are their cosines within the error of the int8 codes; an
+// item waiting for its vector (rankIndex leaves some) scores 0.
+func TestScanScoresAreCosines(t *testing.T) {
+	r, err := NewRetriever(NewStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	we := r.embedder.(weightedEmbedder)
+	x, texts := rankIndex(t, r, 11, 800)
+	rng := rand.New(rand.NewPCG(1, 2))
+	waiting := 0
+	for _, s := range x.vecScale {
+		if s == 0 {
+			waiting++
+		}
+	}
+	if waiting == 0 || waiting > len(texts)/10 {
+		t.Fatalf("%d of %d items without a vector", waiting, len(texts))
+	}
+	sparse, worst := 0, 0.0
+	for _, query := range rankQueries(rng, texts, 24) {
+		qv := we.WeightedVector(query, x.idf)
+		unit(qv)
+		x.scan(qv)
+		if x.sparse {
+			sparse++
+		}
+		for p, text := range texts {
+			want := cosine(qv, we.WeightedVector(text, nil))
+			if x.vecScale[p] == 0 {
+				want = 0
+			}
+			d := math.Abs(float64(x.scores[p]) - want)
+			worst = max(worst, d)
+			if d > 0.02 {
+				t.Fatalf("%q, item %d: %v, cosine %v", query, p, x.scores[p], want)
+			}
+		}
+	}
+	if sparse == 0 {
+		t.Fatal("no query scanned sparse")
+	}
+	t.Logf("worst error %.4f, %d sparse scans", worst, sparse)
+}
