@@ -715,7 +715,7 @@ func (h minHeap) down(i int) {
 // MemoryMatch is a memory similar to some content.
 type MemoryMatch struct {
 	Memory     Memory
-	Similarity float64 // cosine of the two vectors
+	Similarity float64 // cosine of the two vectors, as their int8 codes give it
 }
 
 // NearDuplicates returns up to limit current memories of NPC npc whose

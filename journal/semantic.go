@@ -92,9 +92,6 @@ func quantize(dst []int8, v []float32) float32 {
 		dst[i] = c
 		s += int64(c) * int64(c)
 	}
-	if s == 0 {
-		return 0
-	}
 	return float32(1 / math.Sqrt(float64(s)))
 }
 
