@@ -149,7 +149,7 @@ func reportLatency(b *testing.B, took []time.Duration) {
 
 // BenchmarkScan100k compares, on 100k indexed texts, the two scans every
 // search makes over all of an NPC's rows: the cosine with the embedder's
-// vectors (256 float32 per row) and the semantic channel's (100 int8 per
+// vectors (256 int8 codes per row) and the semantic channel's (100 int8 per
 // row, its query vector included).
 func BenchmarkScan100k(b *testing.B) {
 	r, err := NewRetriever(NewStore(nil))

@@ -44,9 +44,15 @@ type npcIndex struct {
 	npc   string
 	dims  int
 	items []item
-	kinds [3]int            // items per kind
-	vecs  rowStore[float32] // dims floats per item, zero while an item waits for its vector
-	pos   map[itemKey]int32
+	kinds [3]int // items per kind
+	// vecs holds dims int8 codes per item, zero while an item waits for
+	// its vector; vecScale, one per item, turns their dot product with the
+	// query's codes into a cosine (see quantize): 0 for an item without a
+	// vector or with a zero one.
+	vecs     rowStore[int8]
+	vecScale []float32
+	vecTmp   []float32 // scratch for a vector on its way to codes (embedInPlace)
+	pos      map[itemKey]int32
 	// users lists the items of perceived messages in id order, for the
 	// neighbour bonus; userRank holds, for each item, its place in users,
 	// -1 for an item that is no perceived message.
@@ -107,22 +113,23 @@ type npcIndex struct {
 	sizeHint int64
 	usedHint time.Time
 	// bound is the current search's bound on its work (SearchOptions.Window,
-	// 0 for none; the scans start at scanStart); qv, semQ and semQS are the
-	// query vectors they used, so ranking can score an older item a keyword
-	// hit brings (vecAt, semAt).
+	// 0 for none; the scans start at scanStart); qv, the codes qc and scale
+	// qcs scan made of it, semQ and semQS are the query vectors they used,
+	// so ranking can score an older item a keyword hit brings (vecAt,
+	// semAt).
 	bound int
 	qv    []float32
+	qc    []int8
+	qcs   float32
 	// qbuf holds the query vector of a lexical embedder (queryVector).
 	qbuf  []float32
 	semQ  []int8
 	semQS float32
-	// qSparse is qv's nonzero elements when the scans use them (sparse):
-	// with fewer than a third of qv's elements set, and no vector of the
-	// index holding a NaN or an infinity (nonFinite, which a sparse dot
-	// product would miss).
-	qSparse   sparseVec
-	sparse    bool
-	nonFinite bool
+	// qSparse is qc's nonzero codes when the scans use them (sparse): with
+	// fewer than a third of qc's codes set. The codes' dot products are
+	// sums of integers, the same in any order.
+	qSparse sparse8
+	sparse  bool
 }
 
 func newIndex(npc string) *npcIndex {
@@ -130,7 +137,8 @@ func newIndex(npc string) *npcIndex {
 }
 
 func (x *npcIndex) bytes() int64 {
-	return x.vecs.bytes() + int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
+	return x.vecs.bytes() + int64(cap(x.vecScale))*4 + int64(cap(x.vecTmp))*4 + int64(cap(x.qc)) + x.qSparse.bytes() +
+		int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
 		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
 		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
 		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24
@@ -193,6 +201,7 @@ func (x *npcIndex) add(it item, text string) int32 {
 	if x.dims > 0 {
 		x.vecs.grow(1)
 	}
+	x.vecScale = append(x.vecScale, 0)
 	x.pos[itemKey{it.kind, it.id}] = p
 	rank := int32(-1)
 	if it.user {
@@ -223,28 +232,17 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 	if len(v) != x.dims {
 		return fmt.Errorf("%w: vector of %d dimensions, the index holds %d", ErrEmbedding, len(v), x.dims)
 	}
-	copy(x.vecs.row(int(p)), v)
-	x.vecSet(p)
+	x.vecScale[p] = quantize(x.vecs.row(int(p)), v)
+	delete(x.pending, p)
 	return nil
 }
 
-// vecSet ends the storing of item p's vector, written in its row: the row
-// made a unit vector, p no longer pending.
-func (x *npcIndex) vecSet(p int32) {
-	row := x.vecs.row(int(p))
-	unit(row)
-	if !finite(row) {
-		x.nonFinite = true
-	}
-	delete(x.pending, p)
-}
-
 // embedInPlace gives the items of ps that are no memories their vectors,
-// written by the embedder straight into their rows, when it is a local
-// lexical one (weightedEmbedder) and the index's dimension count is known;
-// it returns the items left. Through Embed each vector would be allocated
-// and then copied. Memories keep the usual path: their vectors are also
-// stored with them.
+// written by the embedder into the index's scratch and stored from there,
+// when it is a local lexical one (weightedEmbedder) and the index's
+// dimension count is known; it returns the items left. Through Embed each
+// vector would be allocated. Memories keep the usual path: their vectors
+// are also stored with them.
 func (r *Retriever) embedInPlace(ctx context.Context, x *npcIndex, ps []int32) ([]int32, error) {
 	we, ok := r.embedder.(weightedEmbedder)
 	if !ok || x.dims == 0 {
@@ -261,14 +259,11 @@ func (r *Retriever) embedInPlace(ctx context.Context, x *npcIndex, ps []int32) (
 			rest = append(rest, p)
 			continue
 		}
-		row := x.vecs.row(int(p))
-		// row's capacity is its length: a vector of another size is
-		// written elsewhere.
-		if v := we.AppendWeightedVector(row[:0], x.pending[p], nil); len(v) != x.dims || &v[0] != &row[0] {
-			clear(row)
-			return nil, fmt.Errorf("%w: vector of %d dimensions, the index holds %d", ErrEmbedding, len(v), x.dims)
+		v := we.AppendWeightedVector(x.vecTmp[:0], x.pending[p], nil)
+		x.vecTmp = v
+		if err := x.setVec(p, v); err != nil {
+			return nil, err
 		}
-		x.vecSet(p)
 	}
 	return rest, nil
 }

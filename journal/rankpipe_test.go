@@ -345,71 +345,86 @@ func runRankBench(r *Retriever, x *npcIndex, qv []float32, terms []string, k int
 	return r.rank(x, qv != nil, x.wv != nil, hits, pool, now, x.named(terms))
 }
 
-// TestSparseDot checks that the sparse dot product returns dot's result to
-// the bit, for vectors of every length (dot adds its last len%4 elements
-// apart) with few or many zeros, negative zeros among them.
-func TestSparseDot(t *testing.T) {
+// TestSparseDot8 checks that the sparse dot product of codes returns
+// dot8's, for codes of every length with few or many zeros and the
+// extreme codes among them.
+func TestSparseDot8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
-	var sv sparseVec
+	var sv sparse8
 	for trial := 0; trial < 20000; trial++ {
 		d := 1 + rng.IntN(40)
 		if trial%10 == 0 {
 			d = 256
 		}
-		a, b := make([]float32, d), make([]float32, d)
+		a, b := make([]int8, d), make([]int8, d)
 		zeros := rng.Float64()
 		for i := range a {
-			a[i] = float32(rng.NormFloat64())
-			b[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(9)-4)))
-			switch u := rng.Float64(); {
-			case u < zeros/2:
+			a[i], b[i] = int8(rng.IntN(256)-128), int8(rng.IntN(256)-128)
+			if rng.Float64() < zeros {
 				a[i] = 0
-			case u < zeros:
-				a[i] = float32(math.Copysign(0, -1))
-			}
-			if rng.IntN(20) == 0 {
-				b[i] = 0
-			}
-			if rng.IntN(50) == 0 {
-				b[i] = -a[i]
 			}
 		}
 		sv.set(a)
-		if got, want := sv.dot(b), dot(a, b); math.Float32bits(got) != math.Float32bits(want) {
-			t.Fatalf("d=%d: sparse %v (%x), dot %v (%x)\na=%v\nb=%v", d, got, math.Float32bits(got), want, math.Float32bits(want), a, b)
+		if got, want := sv.dot(b), dot8(a, b); got != want {
+			t.Fatalf("d=%d: sparse %d, dot8 %d\na=%v\nb=%v", d, got, want, a, b)
 		}
 	}
 }
 
-// TestScanNonFinite checks that a vector holding a NaN keeps the scans on
-// the dense dot product, whose NaN the sparse one would miss.
+// TestScanNonFinite checks that a NaN or an infinity in a vector counts as
+// 0: the item's other elements still score it, a vector of nothing else
+// scores nothing, and the scans stay sparse and finite.
 func TestScanNonFinite(t *testing.T) {
 	x := newIndex("brom")
 	const d = 16
-	for i := 0; i < 4; i++ {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	vecs := make([][]float32, 5)
+	for i := range vecs {
 		p := x.add(item{id: int64(i + 1), kind: kindMemory}, "text")
 		v := make([]float32, d)
-		v[i] = 1
-		if i == 2 {
-			v[9] = float32(math.NaN())
+		v[0], v[i+1] = 1, 1
+		switch i {
+		case 2:
+			v[9] = nan
+		case 3:
+			v[9] = inf
+		case 4:
+			for j := range v {
+				v[j] = nan
+			}
 		}
+		vecs[i] = v
 		if err := x.setVec(p, v); err != nil {
 			t.Fatal(err)
 		}
 	}
 	q := make([]float32, d)
-	q[0] = 1 // one element set: sparse unless a vector is not finite
+	q[0] = 1 // one element set: sparse
 	refScan(x, q)
 	want := slices.Clone(x.scores)
 	x.scan(q)
-	if !x.nonFinite || x.sparse {
-		t.Fatalf("nonFinite %v, sparse %v", x.nonFinite, x.sparse)
+	if !x.sparse {
+		t.Fatal("the scan is not sparse")
 	}
 	if err := sameFloats(x.scores, want); err != nil {
 		t.Fatal(err)
 	}
-	if s := x.vecAt(2); !math.IsNaN(float64(s)) {
-		t.Fatalf("vecAt of the NaN vector: %v", s)
+	for i, s := range x.scores {
+		if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+			t.Fatalf("item %d scores %v", i, s)
+		}
+	}
+	// Items 0, 2 and 3 hold the same finite elements.
+	if x.scores[2] != x.scores[0] || x.scores[3] != x.scores[0] || math.Abs(float64(x.scores[0])-math.Sqrt(0.5)) > 0.01 {
+		t.Fatalf("scores %v, want items 0, 2 and 3 at the cosine %v", x.scores, math.Sqrt(0.5))
+	}
+	if x.scores[4] != 0 || x.vecScale[4] != 0 {
+		t.Fatalf("the vector of NaNs scores %v, scale %v", x.scores[4], x.vecScale[4])
+	}
+	x.bound = 1 // item 2 before the scan: vecAt computes it
+	x.scan(q)
+	if s := x.vecAt(2); s != want[2] {
+		t.Fatalf("vecAt of the NaN vector: %v, want %v", s, want[2])
 	}
 }
 
@@ -491,4 +506,50 @@ func TestQueryVectorReusesItsScratch(t *testing.T) {
 		}
 		prev = got
 	}
+}
+
+// The scan's scores of the offline embedder's vectors, query and items
+// quantized, are their cosines within the error of the int8 codes; an
+// item waiting for its vector (rankIndex leaves some) scores 0.
+func TestScanScoresAreCosines(t *testing.T) {
+	r, err := NewRetriever(NewStore(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	we := r.embedder.(weightedEmbedder)
+	x, texts := rankIndex(t, r, 11, 800)
+	rng := rand.New(rand.NewPCG(1, 2))
+	waiting := 0
+	for _, s := range x.vecScale {
+		if s == 0 {
+			waiting++
+		}
+	}
+	if waiting == 0 || waiting > len(texts)/10 {
+		t.Fatalf("%d of %d items without a vector", waiting, len(texts))
+	}
+	sparse, worst := 0, 0.0
+	for _, query := range rankQueries(rng, texts, 24) {
+		qv := we.WeightedVector(query, x.idf)
+		unit(qv)
+		x.scan(qv)
+		if x.sparse {
+			sparse++
+		}
+		for p, text := range texts {
+			want := cosine(qv, we.WeightedVector(text, nil))
+			if x.vecScale[p] == 0 {
+				want = 0
+			}
+			d := math.Abs(float64(x.scores[p]) - want)
+			worst = max(worst, d)
+			if d > 0.02 {
+				t.Fatalf("%q, item %d: %v, cosine %v", query, p, x.scores[p], want)
+			}
+		}
+	}
+	if sparse == 0 {
+		t.Fatal("no query scanned sparse")
+	}
+	t.Logf("worst error %.4f, %d sparse scans", worst, sparse)
 }

@@ -14,25 +14,30 @@ import (
 	"time"
 )
 
-// refScan is npcIndex.scan.
+// refScan is npcIndex.scan: the cosine of q with each item's vector, both
+// quantized (quantize), by the dense dot product of their codes.
 func refScan(x *npcIndex, q []float32) {
 	n := len(x.items)
 	if cap(x.scores) < n {
 		x.scores = make([]float32, n, n+n/4)
 	}
 	x.scores = x.scores[:n]
-	x.qv = q
+	x.qv, x.qc, x.qcs = q, nil, 0
 	d := x.dims
-	if q == nil || d == 0 {
+	if q == nil || d == 0 || len(q) != d {
+		clear(x.scores)
+		return
+	}
+	x.qc = make([]int8, d)
+	x.qcs = quantize(x.qc, q)
+	if x.qcs == 0 {
 		clear(x.scores)
 		return
 	}
 	start := x.scanStart()
-	parallel(n-start, (n-start)*d, func(lo, hi int) {
-		for i := start + lo; i < start+hi; i++ {
-			x.scores[i] = dot(q, x.vecs.row(i))
-		}
-	})
+	for i := start; i < n; i++ {
+		x.scores[i] = float32(dot8(x.qc, x.vecs.row(i))) * x.vecScale[i] * x.qcs
+	}
 }
 
 // refVecAt is npcIndex.vecAt.
@@ -40,11 +45,10 @@ func refVecAt(x *npcIndex, p int32) float32 {
 	if int(p) >= x.scanStart() {
 		return x.scores[p]
 	}
-	d := x.dims
-	if x.qv == nil || d == 0 {
+	if x.qv == nil || x.qcs == 0 {
 		return 0
 	}
-	return dot(x.qv, x.vecs.row(int(p)))
+	return float32(dot8(x.qc, x.vecs.row(int(p)))) * x.vecScale[p] * x.qcs
 }
 
 // refScanSemantic is npcIndex.scanSemantic.

@@ -525,34 +525,33 @@ func (r *Retriever) now(x *npcIndex) time.Time {
 }
 
 // scan computes the cosine of q with every item into x.scores, in parallel
-// for large indexes.
+// for large indexes: q is quantized like the items' vectors, and each
+// score is the dot product of the two codes times both scales.
 func (x *npcIndex) scan(q []float32) {
 	n := len(x.items)
 	if cap(x.scores) < n {
 		x.scores = make([]float32, n, n+n/4)
 	}
 	x.scores = x.scores[:n]
-	x.qv, x.sparse = q, false
-	d := x.dims
-	if q == nil || d == 0 {
+	if !x.query(q) {
 		clear(x.scores)
 		return
 	}
+	d, qs := x.dims, x.qcs
 	start := x.scanStart()
-	x.qSparse.set(q)
-	x.sparse = !x.nonFinite && len(q) == d && 3*len(x.qSparse.idx) < d
 	if x.sparse {
-		qs := &x.qSparse
-		parallel(n-start, (n-start)*len(qs.idx), func(lo, hi int) {
+		sq := &x.qSparse
+		parallel(n-start, (n-start)*len(sq.idx), func(lo, hi int) {
 			for i := start + lo; i < start+hi; i++ {
-				x.scores[i] = qs.dot(x.vecs.row(i))
+				x.scores[i] = float32(sq.dot(x.vecs.row(i))) * x.vecScale[i] * qs
 			}
 		})
 		return
 	}
+	qc := x.qc
 	parallel(n-start, (n-start)*d, func(lo, hi int) {
 		for i := start + lo; i < start+hi; i++ {
-			x.scores[i] = dot(q, x.vecs.row(i))
+			x.scores[i] = float32(dot8(qc, x.vecs.row(i))) * x.vecScale[i] * qs
 		}
 	})
 }
@@ -566,20 +565,48 @@ func (x *npcIndex) scanStart() int {
 	return max(0, len(x.items)-x.bound)
 }
 
+// query makes q the query of the scans and of cosine: its int8 codes,
+// their scale, and its nonzero codes when the scans use them (sparse, with
+// fewer than a third set). It reports false when no item can score above 0
+// against q.
+func (x *npcIndex) query(q []float32) bool {
+	x.qv, x.sparse, x.qcs = q, false, 0
+	d := x.dims
+	if q == nil || d == 0 || len(q) != d {
+		return false
+	}
+	if cap(x.qc) < d {
+		x.qc = make([]int8, d)
+	}
+	x.qc = x.qc[:d]
+	x.qcs = quantize(x.qc, q)
+	if x.qcs == 0 {
+		return false
+	}
+	x.qSparse.set(x.qc)
+	x.sparse = 3*len(x.qSparse.idx) < d
+	return true
+}
+
+// cosine is item p's cosine with the query (see query), 0 without one.
+func (x *npcIndex) cosine(p int32) float32 {
+	if x.qcs == 0 {
+		return 0
+	}
+	row := x.vecs.row(int(p))
+	if x.sparse {
+		return float32(x.qSparse.dot(row)) * x.vecScale[p] * x.qcs
+	}
+	return float32(dot8(x.qc, row)) * x.vecScale[p] * x.qcs
+}
+
 // vecAt is item p's cosine with the query of the last scan, computed when
 // p lies before what the scan covered.
 func (x *npcIndex) vecAt(p int32) float32 {
 	if int(p) >= x.scanStart() {
 		return x.scores[p]
 	}
-	d := x.dims
-	if x.qv == nil || d == 0 {
-		return 0
-	}
-	if x.sparse {
-		return x.qSparse.dot(x.vecs.row(int(p)))
-	}
-	return dot(x.qv, x.vecs.row(int(p)))
+	return x.cosine(p)
 }
 
 // parallel runs work over [0, n) in chunks, on every processor when the
@@ -704,7 +731,7 @@ func (h minHeap) down(i int) {
 // MemoryMatch is a memory similar to some content.
 type MemoryMatch struct {
 	Memory     Memory
-	Similarity float64 // cosine of the two vectors
+	Similarity float64 // cosine of the two vectors, as their int8 codes give it
 }
 
 // NearDuplicates returns up to limit current memories of NPC npc whose
@@ -733,12 +760,12 @@ func (r *Retriever) NearDuplicates(ctx context.Context, npc, content string, min
 	// its whole life of messages. A memory still without its vector has a
 	// row of zeros, below any threshold.
 	var hits []scored
-	if qv != nil && x.dims > 0 {
+	if x.query(qv) {
 		for _, p := range x.mems {
 			if x.items[p].supBy != 0 {
 				continue
 			}
-			if s := dot(qv, x.vecs.row(int(p))); float64(s) >= minSim {
+			if s := x.cosine(p); float64(s) >= minSim {
 				hits = append(hits, scored{p, s})
 			}
 		}

@@ -514,27 +514,54 @@ func TestConcurrentSearchesAndWrites(t *testing.T) {
 	}
 }
 
-// The parallel scan of a large index gives the scores a serial one does.
+// The parallel scan of a large index gives the scores a serial one does,
+// and they are the vectors' cosines within the error of their int8 codes.
 func TestScanInParallel(t *testing.T) {
 	const n, d = 12000, 256 // above the size scanned on one core
 	x := newIndex("brom")
-	x.dims = d
-	x.vecs.reset(d)
-	x.vecs.grow(n)
-	x.items = make([]item, n)
+	vecs := make([][]float32, n)
 	for i := 0; i < n; i++ {
-		for j, row := 0, x.vecs.row(i); j < d; j++ {
-			row[j] = float32(((i*d+j)*7919)%1000) / 1000
+		p := x.add(item{id: int64(i + 1), kind: kindMessage}, "")
+		v := make([]float32, d)
+		for j := range v {
+			v[j] = float32(((i*d+j)*7919)%1000)/1000 - 0.3
+		}
+		vecs[i] = v
+		if err := x.setVec(p, v); err != nil {
+			t.Fatal(err)
 		}
 	}
-	q := x.vecs.row(5)
+	q := slices.Clone(vecs[5])
+	unit(q)
+	refScan(x, q)
+	want := slices.Clone(x.scores)
 	x.scan(q)
+	if x.sparse {
+		t.Fatal("a dense query scanned as sparse")
+	}
 	for i := 0; i < n; i++ {
-		if want := dot(q, x.vecs.row(i)); x.scores[i] != want {
-			t.Fatalf("item %d: %v, want %v", i, x.scores[i], want)
+		if x.scores[i] != want[i] {
+			t.Fatalf("item %d: %v, want %v", i, x.scores[i], want[i])
+		}
+		if c := cosine(q, vecs[i]); math.Abs(float64(x.scores[i])-c) > 0.01 {
+			t.Fatalf("item %d: %v, cosine %v", i, x.scores[i], c)
 		}
 	}
-	if top := topN(x.scores, 3); len(top) != 3 || x.scores[top[0]] < x.scores[top[1]] || x.scores[top[1]] < x.scores[top[2]] {
+	if top := topN(x.scores, 3); len(top) != 3 || x.scores[top[0]] < x.scores[5] || x.scores[top[0]] < x.scores[top[1]] || x.scores[top[1]] < x.scores[top[2]] {
 		t.Fatalf("topN: %v", top)
 	}
+}
+
+// cosine is the cosine of a and b, in float64.
+func cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / math.Sqrt(aa*bb)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
+	"slices"
 	"testing"
 
 	"github.com/npcd/npcd/llm"
@@ -86,15 +86,11 @@ func TestEmbedInPlaceStoresWhatSetVecWould(t *testing.T) {
 			t.Fatal(err)
 		}
 		for p, text := range waiting {
-			want := make([]float32, x.dims)
-			copy(want, emb.Vector(text))
-			unit(want)
-			got := x.vecs.row(int(p))
-			for j := range want {
-				if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
-					r.release(x)
-					t.Fatalf("round %d, item %d: dimension %d is %v, want %v", round, p, j, got[j], want[j])
-				}
+			want := make([]int8, x.dims)
+			scale := quantize(want, emb.Vector(text))
+			if got := x.vecs.row(int(p)); !slices.Equal(got, want) || x.vecScale[p] != scale || scale == 0 {
+				r.release(x)
+				t.Fatalf("round %d, item %d: codes %v scale %v, want %v scale %v", round, p, got, x.vecScale[p], want, scale)
 			}
 			if _, still := x.pending[p]; still {
 				r.release(x)

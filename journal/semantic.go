@@ -70,11 +70,14 @@ func semVector(t *wordvec.Table, v []float32, ids []int32, weight func(int32) fl
 
 // quantize stores v as int8 codes in dst and returns the factor that turns
 // the codes' dot product with another unit vector's codes into a cosine
-// contribution: 1/(length of codes). 0 when v is zero.
+// contribution: 1/(length of codes). 0 when v is zero. A NaN or an
+// infinity in v, which no cosine can be computed with, gets the code 0.
 func quantize(dst []int8, v []float32) float32 {
 	m := float32(0)
 	for _, x := range v {
-		m = max(m, float32(math.Abs(float64(x))))
+		if x-x == 0 {
+			m = max(m, float32(math.Abs(float64(x))))
+		}
 	}
 	if m == 0 {
 		clear(dst)
@@ -82,7 +85,10 @@ func quantize(dst []int8, v []float32) float32 {
 	}
 	var s int64
 	for i, x := range v {
-		c := int8(math.Round(float64(x / m * 127)))
+		c := int8(0)
+		if x-x == 0 {
+			c = int8(math.Round(float64(x / m * 127)))
+		}
 		dst[i] = c
 		s += int64(c) * int64(c)
 	}

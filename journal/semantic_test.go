@@ -139,34 +139,6 @@ func TestSemanticVectors(t *testing.T) {
 	}
 }
 
-// dot adds each accumulator's elements in index order, four accumulators
-// by position modulo 4: the same sums, bit for bit, as the plain loop.
-func TestDotMatchesThePlainLoop(t *testing.T) {
-	plain := func(a, b []float32) float32 {
-		var s [4]float32
-		i := 0
-		for ; i+4 <= len(a); i += 4 {
-			for j := 0; j < 4; j++ {
-				s[j] += a[i+j] * b[i+j]
-			}
-		}
-		for ; i < len(a); i++ {
-			s[0] += a[i] * b[i]
-		}
-		return s[0] + s[1] + s[2] + s[3]
-	}
-	w := make([]float32, 300)
-	for i := range w {
-		w[i] = float32(i*7919%1000)/333 - 1.3
-	}
-	for n := 0; n <= len(w); n++ {
-		a, b := w[:n], w[len(w)-n:]
-		if got, want := dot(a, b), plain(a, b); got != want {
-			t.Fatalf("dot of %d = %v, want %v", n, got, want)
-		}
-	}
-}
-
 // An index built for something else than a semantic search (near
 // duplicates, as a sleep's consolidation asks) computes no sentence
 // vector; the first search that needs them computes them all, and ranks

@@ -36,93 +36,44 @@ func decodeInto(dst []float32, b []byte) {
 	}
 }
 
-// dot is the inner product of two vectors of equal length; for unit vectors
-// it is their cosine similarity. Four accumulators let the CPU overlap the
-// multiplications; eight elements a step through fixed-size subslices let
-// the compiler drop the bounds checks (a third fewer instructions). Each
-// accumulator adds its elements in index order, so the result does not
-// depend on the step.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	for len(a) >= 8 && len(b) >= 8 {
-		x, y := a[:8:8], b[:8:8]
-		s0 += x[0] * y[0]
-		s1 += x[1] * y[1]
-		s2 += x[2] * y[2]
-		s3 += x[3] * y[3]
-		s0 += x[4] * y[4]
-		s1 += x[5] * y[5]
-		s2 += x[6] * y[6]
-		s3 += x[7] * y[7]
-		a, b = a[8:], b[8:]
-	}
-	if len(a) >= 4 && len(b) >= 4 {
-		s0 += a[0] * b[0]
-		s1 += a[1] * b[1]
-		s2 += a[2] * b[2]
-		s3 += a[3] * b[3]
-		a, b = a[4:], b[4:]
-	}
-	for i := range a {
-		s0 += a[i] * b[i]
-	}
-	return s0 + s1 + s2 + s3
-}
-
-// sparseVec is a vector's nonzero elements, in order, for dot products
-// with dense vectors: a query embedded by the offline embedder sets a few
-// dozen of its 256 dimensions.
-type sparseVec struct {
+// sparse8 is a vector of int8 codes' nonzero codes, in order, for dot
+// products with dense codes: a query embedded by the offline embedder sets
+// a few dozen of its 256 dimensions.
+type sparse8 struct {
 	idx []int32
-	val []float32
-	// head is how many of the elements lie before the last len%4
-	// elements of the dense vector, which dot adds to its first
-	// accumulator.
-	head int
+	val []int32
 }
 
-// set makes s the nonzero elements of v.
-func (s *sparseVec) set(v []float32) {
+// set makes s the nonzero codes of v.
+func (s *sparse8) set(v []int8) {
 	s.idx, s.val = s.idx[:0], s.val[:0]
-	tail := int32(len(v) &^ 3)
-	s.head = 0
-	for i, x := range v {
-		if x != 0 {
+	for i, c := range v {
+		if c != 0 {
 			s.idx = append(s.idx, int32(i))
-			s.val = append(s.val, x)
-			if int32(i) < tail {
-				s.head++
-			}
+			s.val = append(s.val, int32(c))
 		}
 	}
 }
 
-// dot is dot(v, b) of the dense vector v that s was set to, to the bit:
-// each element is added to the accumulator dot adds it to, in the same
-// order. The elements it skips add a zero product to an accumulator, which
-// changes nothing (an accumulator starts at +0 and is never −0), so b must
-// be finite: a NaN or an infinity times 0 is not 0.
-func (s *sparseVec) dot(b []float32) float32 {
-	var acc [4]float32
+// dot is dot8(v, b) of the codes v that s was set to: a sum of integers,
+// the same in any order.
+func (s *sparse8) dot(b []int8) int32 {
+	var s0, s1 int32
 	val := s.val[:len(s.idx)]
-	for k, i := range s.idx[:s.head] {
-		acc[i&3] += val[k] * b[i]
+	k := 0
+	for ; k+1 < len(s.idx); k += 2 {
+		s0 += val[k] * int32(b[s.idx[k]])
+		s1 += val[k+1] * int32(b[s.idx[k+1]])
 	}
-	for k := s.head; k < len(s.idx); k++ {
-		acc[0] += val[k] * b[s.idx[k]]
+	if k < len(s.idx) {
+		s0 += val[k] * int32(b[s.idx[k]])
 	}
-	return acc[0] + acc[1] + acc[2] + acc[3]
+	return s0 + s1
 }
 
-// finite reports whether every element of v is a finite number.
-func finite(v []float32) bool {
-	for _, x := range v {
-		if x-x != 0 {
-			return false
-		}
-	}
-	return true
+// bytes is what s holds.
+func (s *sparse8) bytes() int64 {
+	return int64(cap(s.idx)+cap(s.val)) * 4
 }
 
 // unit scales v to length 1 in place; the zero vector stays zero. Remote
