@@ -553,9 +553,12 @@ func (s *Store) cacheVectors(ctx context.Context, model string, hashes []string,
 }
 
 // CiteMore adds src to the sources of memory id of NPC npc: a fact found
-// again in new entries is kept once, citing every entry and event it was
-// found in. The content and revision do not change (sources are read with
-// results, never ranked on). A memory that does not exist is ErrNotFound.
+// again in new entries is kept once, citing the entries and events it was
+// found in: the first and the latest, at most maxCitations of each kind (a
+// fact an NPC hears every day would otherwise cite a list that grows all
+// its life, read and written again at each sleep). The content and
+// revision do not change (sources are read with results, never ranked on).
+// A memory that does not exist is ErrNotFound.
 func (s *Store) CiteMore(ctx context.Context, npc string, id int64, src character.Sources) error {
 	return s.atomically(ctx, func(tx *gorm.DB) error {
 		var m Memory
@@ -568,9 +571,28 @@ func (s *Store) CiteMore(ctx context.Context, npc string, id int64, src characte
 		}
 		merged := cleanSources(m.Sources.V)
 		mergeSources(&merged, src)
+		merged.JournalIDs = boundCitations(merged.JournalIDs)
+		merged.MessageIDs = boundCitations(merged.MessageIDs)
+		merged.EventRefs = boundCitations(merged.EventRefs)
 		if err := tx.Model(&Memory{}).Where("id = ?", id).UpdateColumn("sources", store.NewJSON(merged)).Error; err != nil {
 			return fmt.Errorf("cite more for memory %d of %q: %w", id, npc, err)
 		}
 		return nil
 	})
+}
+
+// maxCitations bounds each kind of source a memory cited again keeps;
+// firstCitations of them are the first it cited, where the fact came from.
+const (
+	maxCitations   = 64
+	firstCitations = 16
+)
+
+// boundCitations keeps the first firstCitations of cs and the latest ones,
+// maxCitations in all, in order.
+func boundCitations[T any](cs []T) []T {
+	if len(cs) <= maxCitations {
+		return cs
+	}
+	return append(cs[:firstCitations:firstCitations], cs[len(cs)-(maxCitations-firstCitations):]...)
 }

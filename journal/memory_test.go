@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,47 @@ func TestSupersedeKeepsTheOldMemory(t *testing.T) {
 	}
 	if _, err := e.jour.Memory(ctx, "mira", old.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("another NPC's memory: %v, want ErrNotFound", err)
+	}
+}
+
+// A memory cited again and again keeps its first citations and its
+// latest, a bounded list of each kind, in order.
+func TestCiteMoreKeepsTheFirstAndLatestCitations(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	m := &Memory{Content: "Alice drinks mead.", GameTime: t0, Sources: store.NewJSON(character.Sources{MessageIDs: []int64{1}, EventRefs: []string{"ev-1"}})}
+	if _, err := e.jour.AddMemory(ctx, "brom", m); err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(2); i <= 200; i++ {
+		src := character.Sources{MessageIDs: []int64{i}, EventRefs: []string{fmt.Sprintf("ev-%d", i)}, JournalIDs: []int64{1000 + i}}
+		if err := e.jour.CiteMore(ctx, "brom", m.ID, src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.jour.CiteMore(ctx, "brom", m.ID+1, character.Sources{MessageIDs: []int64{1}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("cite more for no memory: %v, want ErrNotFound", err)
+	}
+	got, err := e.jour.Memory(ctx, "brom", m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int64
+	for i := int64(1); i <= firstCitations; i++ {
+		want = append(want, i)
+	}
+	for i := int64(200 - (maxCitations - firstCitations) + 1); i <= 200; i++ {
+		want = append(want, i)
+	}
+	src := got.Sources.V
+	if diff := cmp.Diff(want, src.MessageIDs); diff != "" {
+		t.Errorf("message ids (-want +got):\n%s", diff)
+	}
+	if len(src.EventRefs) != maxCitations || src.EventRefs[0] != "ev-1" || src.EventRefs[maxCitations-1] != "ev-200" {
+		t.Errorf("event refs %v: want %d, from ev-1 to ev-200", src.EventRefs, maxCitations)
+	}
+	if len(src.JournalIDs) != maxCitations || src.JournalIDs[0] != 1002 || src.JournalIDs[maxCitations-1] != 1200 {
+		t.Errorf("journal ids %v: want %d, from 1002 to 1200", src.JournalIDs, maxCitations)
 	}
 }
 
