@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -47,5 +48,87 @@ func TestIndexCacheStaysWithinItsBudget(t *testing.T) {
 	}
 	if st := r.CacheStats(); st.Entries != 2 {
 		t.Fatalf("the cache holds %d indexes, want the last 2 searched: %+v", st.Entries, st)
+	}
+}
+
+// Over its budget, the cache first cuts the results other indexes keep to
+// the smallest bound, and drops an index only when that is not enough or
+// the index is in use.
+func TestIndexCacheCutsKeptResultsBeforeDroppingIndexes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "a", t0)
+	e.npc(t, "b", t0)
+	r := e.retriever(t, WithCacheBytes(64<<20))
+	for _, id := range []string{"a", "b"} {
+		if _, err := r.Search(ctx, id, "sword", 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill := func(id string) {
+		t.Helper()
+		x, err := r.acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := int64(1); i <= 2000; i++ {
+			x.rows.put(messageResult(i, "x", strings.Repeat("y", 600), nil, t0))
+		}
+		if x.rows.size() <= minRowBytes {
+			t.Fatalf("%s keeps %d bytes of results, want more than %d", id, x.rows.size(), minRowBytes)
+		}
+		r.release(x)
+	}
+	consistent := func() {
+		t.Helper()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var sum int64
+		for _, y := range r.npcs {
+			sum += y.sizeHint
+		}
+		if sum != r.cached {
+			t.Fatalf("the cache counts %d bytes, its indexes %d", r.cached, sum)
+		}
+	}
+	fill("a")
+	fill("b")
+	consistent()
+	// A budget that holds b whole and a with its results cut.
+	a := r.npcs["a"]
+	r.cfg.cacheBytes = r.cached - a.rows.size() + minRowBytes
+	b, err := r.acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.release(b)
+	consistent()
+	if r.npcs["a"] != a || r.npcs["b"] != b {
+		t.Fatalf("an index was dropped while cutting results was enough: %v", r.npcs)
+	}
+	if n := a.rows.size(); n > minRowBytes {
+		t.Errorf("a keeps %d bytes of results, want them cut to %d", n, minRowBytes)
+	}
+	if n := b.rows.size(); n <= minRowBytes {
+		t.Errorf("b, searched last, keeps %d bytes of results: cut", n)
+	}
+	if st := r.CacheStats(); st.Bytes > st.Limit {
+		t.Errorf("the cache holds %d bytes, over its budget %d", st.Bytes, st.Limit)
+	}
+	// An index in use is not cut: it is dropped.
+	r.cfg.cacheBytes = 1 << 40
+	fill("a")
+	fill("b")
+	r.cfg.cacheBytes = r.cached - 1
+	a.mu.Lock()
+	b, err = r.acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.release(b)
+	a.mu.Unlock()
+	consistent()
+	if _, ok := r.npcs["a"]; ok {
+		t.Error("the index in use was kept although the budget needed its room")
 	}
 }

@@ -431,6 +431,7 @@ func (r *Retriever) acquire(ctx context.Context, id string) (*npcIndex, error) {
 		if !ok {
 			x = newIndex(id)
 			x.wv = r.words
+			x.rows.limit = rowLimit(r.cfg.cacheBytes)
 			x.builtAt = time.Now()
 			r.npcs[id] = x
 		}
@@ -484,6 +485,23 @@ func (r *Retriever) release(x *npcIndex) {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return r.npcs[ids[i]].usedHint.Before(r.npcs[ids[j]].usedHint) })
+	// The results the other indexes keep go first, cut to the smallest
+	// bound, the least recently searched first; an index in use is left
+	// alone (it is dropped below if need be).
+	for _, id := range ids {
+		if r.cached <= r.cfg.cacheBytes {
+			return
+		}
+		y := r.npcs[id]
+		if y == x || y.rows.size() <= minRowBytes || !y.mu.TryLock() {
+			continue
+		}
+		y.rows.shrink(minRowBytes)
+		size := y.bytes()
+		y.mu.Unlock()
+		r.cached += size - y.sizeHint
+		y.sizeHint = size
+	}
 	for _, id := range ids {
 		if r.cached <= r.cfg.cacheBytes {
 			break

@@ -4,9 +4,24 @@ import (
 	"sort"
 )
 
-// maxRowBytes bounds the results one NPC's index keeps; past it the least
-// recently used are dropped and read again as needed.
-const maxRowBytes = 256 << 10
+// The results one NPC's index keeps are bounded (rowCache.limit); past
+// the bound the least recently used are dropped and read again as needed.
+// The bound is a 64th of the index cache's budget, between minRowBytes and
+// maxRowBytes (rowLimit): a long-lived NPC's searches show more rows than
+// the smallest bound holds, and reading them again each tick cost more than
+// its whole search. When the cache is over its budget, the results of the
+// other indexes are cut to minRowBytes before any index is dropped
+// (Retriever.release).
+const (
+	minRowBytes = 256 << 10
+	maxRowBytes = 4 << 20
+)
+
+// rowLimit is the bound of each index's results under an index cache of
+// cacheBytes.
+func rowLimit(cacheBytes int64) int64 {
+	return min(max(cacheBytes/64, minRowBytes), maxRowBytes)
+}
 
 // keepNewBytes bounds the rows of its newest messages and journal entries
 // a refresh keeps as results (see rowCache): what the next searches show
@@ -22,6 +37,8 @@ const keepNewBytes = 64 << 10
 type rowCache struct {
 	res   map[itemKey]keptResult
 	bytes int64
+	// limit bounds bytes; 0 stands for minRowBytes.
+	limit int64
 	// seq orders the uses of kept results, for dropping the least recently
 	// used first.
 	seq uint64
@@ -66,8 +83,8 @@ func (c *rowCache) dedupKeys(k itemKey, res *Result) []string {
 		}
 		e.size += n
 		c.res[k] = e
-		if c.bytes += n; c.bytes > maxRowBytes {
-			c.shrink(maxRowBytes * 3 / 4)
+		if c.bytes += n; c.bytes > c.bound() {
+			c.shrink(c.bound() * 3 / 4)
 		}
 	}
 	return e.keys
@@ -92,9 +109,17 @@ func (c *rowCache) put(res Result) {
 	size := resultBytes(&res)
 	c.res[k] = keptResult{res: res, size: size, used: c.seq}
 	c.bytes += size
-	if c.bytes > maxRowBytes {
-		c.shrink(maxRowBytes * 3 / 4)
+	if c.bytes > c.bound() {
+		c.shrink(c.bound() * 3 / 4)
 	}
+}
+
+// bound is what c may hold.
+func (c *rowCache) bound() int64 {
+	if c.limit > 0 {
+		return c.limit
+	}
+	return minRowBytes
 }
 
 // shrink drops the least recently used results until at most n bytes are

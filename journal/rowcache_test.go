@@ -211,9 +211,28 @@ func TestKeptResultsEqualReadOnes(t *testing.T) {
 }
 
 // TestRowCacheStaysWithinItsBounds checks that the results an index keeps
-// stay within maxRowBytes, the least recently used dropped first, and that
+// stay within their bound, the least recently used dropped first, and that
 // a refresh keeps the results of its newest rows only, within keepNewBytes.
 func TestRowCacheStaysWithinItsBounds(t *testing.T) {
+	for _, c := range []struct {
+		cache int64
+		want  int64
+	}{{0, minRowBytes}, {1 << 20, minRowBytes}, {DefaultCacheBytes, DefaultCacheBytes / 64}, {1 << 40, maxRowBytes}} {
+		if got := rowLimit(c.cache); got != c.want {
+			t.Errorf("rowLimit(%d) = %d, want %d", c.cache, got, c.want)
+		}
+	}
+	var big rowCache
+	big.limit = 1 << 20
+	for id := int64(1); id <= 4000; id++ {
+		big.put(messageResult(id, "x", strings.Repeat("y", 600), nil, t0))
+		if big.size() > big.limit {
+			t.Fatalf("after %d results a cache bound to %d bytes holds %d", id, big.limit, big.size())
+		}
+	}
+	if big.size() <= minRowBytes {
+		t.Errorf("a cache bound to %d bytes holds %d, no more than the smallest bound", big.limit, big.size())
+	}
 	var c rowCache
 	text := strings.Repeat("the sword has a red hilt ", 20)
 	shrunk := false
@@ -234,8 +253,8 @@ func TestRowCacheStaysWithinItsBounds(t *testing.T) {
 				t.Fatalf("after %d results the cache dropped 1, used last at 200, with 2", id)
 			}
 		}
-		if c.size() > maxRowBytes {
-			t.Fatalf("after %d results the cache holds %d bytes, over %d", id, c.size(), maxRowBytes)
+		if c.size() > minRowBytes {
+			t.Fatalf("after %d results the cache holds %d bytes, over %d", id, c.size(), minRowBytes)
 		}
 	}
 	if _, ok := c.get(itemKey{kindMessage, 2000}); !ok {
