@@ -10,3 +10,6 @@ func Unprepared(s *Store) *Store {
 
 // PreparedCount is how many statements s keeps prepared.
 func PreparedCount(s *Store) int { return s.prep.Len() }
+
+// LatestMessageSQL is the statement of LatestMessageID.
+const LatestMessageSQL = latestMessageSQL

@@ -1496,10 +1496,18 @@ func ActorKey(id string) string { return actorKeyPrefix + id }
 // IsActorKey reports whether key was made by ActorKey.
 func IsActorKey(key string) bool { return len(key) > 1 && strings.HasPrefix(key, actorKeyPrefix) }
 
+// latestMessageSQL reads the newest message id of each state through the
+// (character_id, state, id) index, a lookup each: MAX(id) over the NPC
+// alone would walk every message it ever had.
+const latestMessageSQL = `SELECT MAX(m) FROM (
+	SELECT MAX(id) AS m FROM messages WHERE character_id = ? AND state = '` + StateLive + `'
+	UNION ALL
+	SELECT MAX(id) AS m FROM messages WHERE character_id = ? AND state = '` + StateArchived + `') AS latest`
+
 // LatestMessageID returns the id of the NPC's newest message, or 0.
 func (s *Store) LatestMessageID(ctx context.Context, id string) (int64, error) {
 	var n *int64
-	if err := s.q(ctx).Model(&Message{}).Where("character_id = ?", id).Select("MAX(id)").Scan(&n).Error; err != nil {
+	if err := s.q(ctx).Raw(latestMessageSQL, id, id).Scan(&n).Error; err != nil {
 		return 0, fmt.Errorf("latest message of %q: %w", id, err)
 	}
 	if n == nil {

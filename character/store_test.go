@@ -1102,6 +1102,33 @@ func TestLatestMessageID(t *testing.T) {
 	if got, err := s.LatestMessageID(ctx, "brom"); err != nil || got != last.ID {
 		t.Errorf("LatestMessageID = %d, %v; want #%d", got, err, last.ID)
 	}
+	live := user(2, "three")
+	appendMsgs(t, s, "brom", live)
+	if got, err := s.LatestMessageID(ctx, "brom"); err != nil || got != live.ID {
+		t.Errorf("LatestMessageID = %d, %v; want the live #%d", got, err, live.ID)
+	}
+	// The newest message is read through the index, not by walking the
+	// NPC's history.
+	if store.IsSQLite(s.DB()) {
+		var plan []struct {
+			Detail string
+		}
+		if err := s.DB().Raw("EXPLAIN QUERY PLAN "+character.LatestMessageSQL, "brom", "brom").Scan(&plan).Error; err != nil {
+			t.Fatal(err)
+		}
+		searches := 0
+		for _, p := range plan {
+			if strings.Contains(p.Detail, "messages") {
+				searches++
+				if !strings.Contains(p.Detail, "character_id=? AND state=?") {
+					t.Errorf("query plan reads messages by more than one NPC and state: %+v", plan)
+				}
+			}
+		}
+		if searches != 2 {
+			t.Errorf("query plan reads messages %d times, want once per state: %+v", searches, plan)
+		}
+	}
 }
 
 func TestPendingTotal(t *testing.T) {
