@@ -37,14 +37,14 @@ const MaxEntryBytes = 16 << 10
 // into memories, marked with ConsolidatedAt; they are never rewritten.
 type Entry struct {
 	ID          int64  `gorm:"primaryKey;autoIncrement" json:"id"`
-	CharacterID string `gorm:"size:64;not null;index:idx_journal_char_type,priority:1;index:idx_journal_char_cons,priority:1" json:"-"`
+	CharacterID string `gorm:"size:64;not null;index:idx_journal_char_type,priority:1" json:"-"`
 	Type        string `gorm:"size:32;not null;index:idx_journal_char_type,priority:2" json:"type"`
 	Content     string `json:"content"`
 	Importance  int    `json:"importance"`
 	// GameTime is when it happened on the game's clock.
 	GameTime       time.Time                     `json:"game_time"`
 	CreatedAt      time.Time                     `json:"created_at"`
-	ConsolidatedAt *time.Time                    `gorm:"index:idx_journal_char_cons,priority:2" json:"consolidated_at"`
+	ConsolidatedAt *time.Time                    `json:"consolidated_at"` // waiting entries: idx_journal_pending (migration 6)
 	Sources        store.JSON[character.Sources] `gorm:"type:text" json:"sources"`
 	Metadata       store.JSON[map[string]any]    `gorm:"type:text" json:"metadata"`
 }

@@ -110,6 +110,21 @@ func Migrations() []store.Migration {
 		// no commit pays for full-text indexes any more.
 		Component: "journal", Version: 5, Name: "drop the full-text indexes",
 		SQLite: ftsDown, Postgres: tsDown,
+	}, {
+		// The index of (character_id, consolidated_at) held every context
+		// synthesis and, unconsolidated, every one was read to find the
+		// few entries waiting; the partial index holds those alone.
+		Component: "journal", Version: 6, Name: "entries waiting for consolidation",
+		Up: func(tx *gorm.DB) error {
+			entries, err := tableName(tx, &Entry{})
+			if err != nil {
+				return err
+			}
+			if err := tx.Exec(`DROP INDEX IF EXISTS idx_journal_char_cons`).Error; err != nil {
+				return err
+			}
+			return tx.Exec(`CREATE INDEX IF NOT EXISTS idx_journal_pending ON ` + entries + ` (character_id, id) WHERE ` + pendingWhere).Error
+		},
 	}}
 }
 
