@@ -493,7 +493,11 @@ func (r *Retriever) release(x *npcIndex) {
 			return
 		}
 		y := r.npcs[id]
-		if y == x || y.rows.size() <= minRowBytes || !y.mu.TryLock() {
+		if y == x || !y.mu.TryLock() {
+			continue
+		}
+		if y.rows.size() <= minRowBytes {
+			y.mu.Unlock()
 			continue
 		}
 		y.rows.shrink(minRowBytes)
