@@ -148,13 +148,15 @@ func TestGateCheckpointsUnderLoad(t *testing.T) {
 	close(done)
 	readers.Wait()
 	// A checkpoint that never catches up never lets the log start over,
-	// and the log holds every page written: about 33 MB here. Caught up,
-	// it holds a few checkpoints' worth (3 MB on a quiet machine, more
-	// under load: a restart may miss its readers' window).
+	// and the log holds every page written with its index pages: about
+	// 33 MB here, three times the data. Caught up, it holds a few
+	// checkpoints' worth (3 MB on a quiet machine, 13 MB seen beside a
+	// whole test suite run with -race: a restart may miss its readers'
+	// window), bounded here at twice the data written.
 	if gate.restarts.Load() == 0 {
 		t.Fatal("no checkpoint caught up with the writers: the log was never started over")
 	}
-	if max := int64(writers * each * 4096); peak.Load() > max {
+	if max := int64(2 * writers * each * 4096); peak.Load() > max {
 		t.Fatalf("the write-ahead log reached %d bytes over %d writes, want at most %d", peak.Load(), writers*each, max)
 	}
 }
