@@ -261,8 +261,17 @@ func TestCheckpointTruncatesTheWAL(t *testing.T) {
 		t.Fatalf("checkpoint with a reader active: done %v err %v, want not done", done, err)
 	}
 	reader.Close()
-	if done, err := store.Checkpoint(ctx, db, 100*time.Millisecond); err != nil || !done {
-		t.Fatalf("checkpoint: done %v err %v", done, err)
+	// With the reader gone a checkpoint finishes; one may still find the
+	// write gate's own checkpoint running on a loaded machine, and then
+	// the next call tries again, as the daemon's next tick of it does.
+	done := false
+	for attempt := 0; attempt < 50 && !done; attempt++ {
+		if done, err = store.Checkpoint(ctx, db, 100*time.Millisecond); err != nil {
+			t.Fatalf("checkpoint: %v", err)
+		}
+	}
+	if !done {
+		t.Fatal("checkpoint: not done in 50 attempts with no reader left")
 	}
 	if size := walSize(t, path); size != 0 {
 		t.Fatalf("the WAL is %d bytes after the checkpoint (%d before), want 0", size, grown)
