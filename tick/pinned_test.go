@@ -21,15 +21,6 @@ func TestCompactionPinsTheNotableEntriesOfItsSpan(t *testing.T) {
 	if _, err := env.eng.PutNPC(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	say := func(text string) {
-		t.Helper()
-		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.eng.Tick(ctx, "brom"); err != nil {
-			t.Fatal(err)
-		}
-	}
 	pinnedOf := func() []string {
 		t.Helper()
 		c, err := env.chars.Get(ctx, "brom")
@@ -47,9 +38,9 @@ func TestCompactionPinsTheNotableEntriesOfItsSpan(t *testing.T) {
 		return pinned
 	}
 	debt := "I owe you 500 gold crowns, Brom, and I swear I will pay them back before the harvest festival."
-	say(debt)
+	say(t, env, "alice", debt)
 	for i := 0; i < 6; i++ {
-		say(fmt.Sprintf("Round %d: the north road is quiet.", i))
+		say(t, env, "alice", fmt.Sprintf("Round %d: the north road is quiet.", i))
 	}
 	es, err := env.jour.List(ctx, "brom", journal.ListQuery{MinImportance: sleep.PinImportance})
 	if err != nil || len(es) == 0 {
@@ -66,7 +57,7 @@ func TestCompactionPinsTheNotableEntriesOfItsSpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 16; i++ {
-		say(fmt.Sprintf("Round %d: the south road is quiet.", i))
+		say(t, env, "alice", fmt.Sprintf("Round %d: the south road is quiet.", i))
 	}
 	if got := strings.Join(pinnedOf(), "\n"); strings.Contains(got, "500 gold crowns") {
 		t.Fatalf("the next compaction pins the debt of a span already compacted: %q", got)
