@@ -660,12 +660,6 @@ func parallel(n, cost int, work func(lo, hi int)) {
 	wg.Wait()
 }
 
-// topN returns the positions of the n highest scores, best first.
-func topN(scores []float32, n int) []int32 {
-	var h []scored
-	return topNAppend(nil, &h, scores, 0, n)
-}
-
 // topNInto appends to dst the positions of the n highest of scores[lo:],
 // counted from 0, best first, in the heap scratch of x.
 func (x *npcIndex) topNInto(dst []int32, scores []float32, lo, n int) []int32 {

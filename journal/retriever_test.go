@@ -547,8 +547,8 @@ func TestScanInParallel(t *testing.T) {
 			t.Fatalf("item %d: %v, cosine %v", i, x.scores[i], c)
 		}
 	}
-	if top := topN(x.scores, 3); len(top) != 3 || x.scores[top[0]] < x.scores[5] || x.scores[top[0]] < x.scores[top[1]] || x.scores[top[1]] < x.scores[top[2]] {
-		t.Fatalf("topN: %v", top)
+	if top := x.topNInto(nil, x.scores, 0, 3); len(top) != 3 || x.scores[top[0]] < x.scores[5] || x.scores[top[0]] < x.scores[top[1]] || x.scores[top[1]] < x.scores[top[2]] {
+		t.Fatalf("topNInto: %v", top)
 	}
 }
 
