@@ -200,11 +200,9 @@ func (s *Store) insertEntries(ctx context.Context, db *gorm.DB, entries []*Entry
 
 // ListQuery selects entries.
 type ListQuery struct {
-	Type   string // "" for every type
-	Before int64  // only ids below; 0 for no bound
-	Limit  int    // newest Limit entries; 0 for all
-	// Unconsolidated selects only entries not yet consolidated.
-	Unconsolidated bool
+	Type           string // "" for every type
+	Before         int64  // only ids below; 0 for no bound
+	Limit          int    // newest Limit entries; 0 for all
 	MinImportance  int
 	SourceMessages []int64 // only entries citing one of these message ids (filtered in Go)
 	// CreatedSince, when set, skips the entries written before the newest
@@ -222,9 +220,6 @@ func (s *Store) List(ctx context.Context, id string, lq ListQuery) ([]Entry, err
 	}
 	if lq.Before > 0 {
 		q = q.Where("id < ?", lq.Before)
-	}
-	if lq.Unconsolidated {
-		q = q.Where("consolidated_at IS NULL")
 	}
 	if lq.MinImportance > 0 {
 		q = q.Where("importance >= ?", lq.MinImportance)
