@@ -27,6 +27,35 @@ var (
 		yes no hmm lol nice cool`)
 )
 
+// The classes of a word Importance weighs, in wordClasses: at most one of
+// stakes, request, small talk and disclosure (in that order of precedence,
+// for a word in several lists), and selfWord for a word by which someone
+// speaks of themselves.
+const (
+	classStakes uint8 = 1 + iota
+	classRequest
+	classSmall
+	classDisclosure
+	classMask uint8 = 7
+	selfWord  uint8 = 8
+)
+
+// wordClasses holds every word of the lists above with its class, so that
+// Importance looks each word up once.
+var wordClasses = func() map[string]uint8 {
+	m := map[string]uint8{}
+	lists := []map[string]bool{stakesWords, requestWords, smallTalk, disclosureWords}
+	for i := len(lists) - 1; i >= 0; i-- { // the first list wins
+		for w := range lists[i] {
+			m[w] = uint8(i) + classStakes
+		}
+	}
+	for _, w := range []string{"i", "my", "i'm", "we", "our"} {
+		m[w] |= selfWord
+	}
+	return m
+}()
+
 func words(s string) map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(s) {
@@ -58,17 +87,18 @@ func Importance(kind, text string) int {
 		}
 		i := fields
 		w := strings.ToLower(strings.Trim(f, "'"))
-		switch {
-		case stakesWords[w]:
+		class := wordClasses[w]
+		switch class & classMask {
+		case classStakes:
 			stakes++
-		case requestWords[w]:
+		case classRequest:
 			requests++
-		case smallTalk[w]:
+		case classSmall:
 			small++
-		case disclosureWords[w]:
+		case classDisclosure:
 			disclosures++
 		}
-		if w == "i" || w == "my" || w == "i'm" || w == "we" || w == "our" {
+		if class&selfWord != 0 {
 			self++
 		}
 		first, size := utf8.DecodeRuneInString(f)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -653,19 +652,82 @@ func (r *Retriever) embedPending(ctx context.Context, x *npcIndex, query string,
 	return qv, nil
 }
 
-// stampRe matches the game-time stamp the tick puts at the head of each
-// perceived line ("[2026-11-21 10:02] ").
-var stampRe = regexp.MustCompile(`(?m)^\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2})?\]\s*`)
-
-// unstamped is content without the time stamps at the head of its lines.
-// Results carry their game time apart, and every consumer prints it, so a
-// stamp would be paid for twice in a prompt; and to a lexical embedder the
-// digits of a stamp would make every line of one day look alike.
+// unstamped is content without the game-time stamps the tick puts at the
+// head of each perceived line ("[2026-11-21 10:02] ", seconds optional,
+// and the blanks after it). Results carry their game time apart, and every
+// consumer prints it, so a stamp in the text would only add noise words.
+// It reads content once and copies it only when a stamp is found.
 func unstamped(content string) string {
 	if !strings.HasPrefix(content, "[") && !strings.Contains(content, "\n[") {
 		return content
 	}
-	return stampRe.ReplaceAllString(content, "")
+	var b strings.Builder
+	copied := 0 // content[:copied] is in b, without its stamps
+	for i := 0; i < len(content); {
+		// i is at the start of a line.
+		if n := stampLen(content[i:]); n > 0 {
+			b.WriteString(content[copied:i])
+			j := i + n
+			for j < len(content) && isStampBlank(content[j]) {
+				j++
+			}
+			copied, i = j, j
+			if content[j-1] == '\n' {
+				continue // the blanks ended a line: i starts the next
+			}
+		}
+		k := strings.IndexByte(content[i:], '\n')
+		if k < 0 {
+			break
+		}
+		i += k + 1
+	}
+	if copied == 0 {
+		return content
+	}
+	b.WriteString(content[copied:])
+	return b.String()
+}
+
+// stampLen is the length of the game-time stamp s starts with
+// ("[2026-11-21 10:02]", "[2026-11-21T10:02:05]"), 0 when it starts with
+// none.
+func stampLen(s string) int {
+	const short = len("[2026-11-21 10:02]")
+	if len(s) < short || s[0] != '[' {
+		return 0
+	}
+	for i, c := range []byte(s[1 : short-1]) {
+		var ok bool
+		switch i {
+		case 4, 7:
+			ok = c == '-'
+		case 10:
+			ok = c == ' ' || c == 'T'
+		case 13:
+			ok = c == ':'
+		default:
+			ok = c >= '0' && c <= '9'
+		}
+		if !ok {
+			return 0
+		}
+	}
+	switch {
+	case s[short-1] == ']':
+		return short
+	case len(s) >= short+3 && s[short-1] == ':' && isDigit(s[short]) && isDigit(s[short+1]) && s[short+2] == ']':
+		return short + 3
+	}
+	return 0
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// isStampBlank reports whether c is a blank that follows a stamp: a space,
+// tab, line break or form feed.
+func isStampBlank(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
 }
 
 // idf is the inverse document frequency of term among the NPC's items, as

@@ -75,8 +75,8 @@ func semVector(t *wordvec.Table, v []float32, ids []int32, weight func(int32) fl
 func quantize(dst []int8, v []float32) float32 {
 	m := float32(0)
 	for _, x := range v {
-		if x-x == 0 {
-			m = max(m, float32(math.Abs(float64(x))))
+		if a := float32(math.Abs(float64(x))); a > m && x-x == 0 {
+			m = a
 		}
 	}
 	if m == 0 {
@@ -84,15 +84,26 @@ func quantize(dst []int8, v []float32) float32 {
 		return 0
 	}
 	var s int64
+	k := 127 / m
 	for i, x := range v {
 		c := int8(0)
 		if x-x == 0 {
-			c = int8(math.Round(float64(x / m * 127)))
+			c = round127(float64(x * k))
 		}
 		dst[i] = c
 		s += int64(c) * int64(c)
 	}
 	return float32(1 / math.Sqrt(float64(s)))
+}
+
+// round127 is math.Round(y) as an int8, for y in [-127, 127] that came from
+// a float32: y+0.5 is then exact in float64, so truncating it rounds half
+// away from zero as math.Round does, without its call.
+func round127(y float64) int8 {
+	if y >= 0 {
+		return int8(y + 0.5)
+	}
+	return -int8(-y + 0.5)
 }
 
 // ensureSemantic computes the sentence vectors of the items still
