@@ -107,7 +107,9 @@ func NewMetrics() *Metrics {
 
 // WatchIndexCache adds gauges of the memory search's in-memory index cache,
 // read at each scrape: npcd_index_cache_bytes, npcd_index_cache_limit_bytes
-// and npcd_index_cache_entries (NPCs with an index cached).
+// and npcd_index_cache_entries (NPCs with an index cached); and its
+// counters npcd_index_cache_builds_total, npcd_index_cache_evictions_total
+// and npcd_index_cache_rebuilds_total.
 func (m *Metrics) WatchIndexCache(stats func() journal.CacheStats) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_index_cache_bytes", Help: "Memory held by the search index cache."},
@@ -116,6 +118,12 @@ func (m *Metrics) WatchIndexCache(stats func() journal.CacheStats) {
 			func() float64 { return float64(stats().Limit) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_index_cache_entries", Help: "NPCs whose search index is cached."},
 			func() float64 { return float64(stats().Entries) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_index_cache_builds_total", Help: "Search indexes built from the database (an NPC's first search, or one after its index was dropped)."},
+			func() float64 { return float64(stats().Builds) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_index_cache_evictions_total", Help: "Search indexes dropped to keep the cache within NPCD_INDEX_CACHE_MB."},
+			func() float64 { return float64(stats().Evictions) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_index_cache_rebuilds_total", Help: "Search indexes built again within a minute of their eviction: a cache too small for the NPCs being searched."},
+			func() float64 { return float64(stats().Rebuilds) }),
 	)
 }
 

@@ -1,10 +1,13 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 // The index cache reports its size and keeps within its budget: the least
@@ -130,5 +133,68 @@ func TestIndexCacheCutsKeptResultsBeforeDroppingIndexes(t *testing.T) {
 	consistent()
 	if _, ok := r.npcs["a"]; ok {
 		t.Error("the index in use was kept although the budget needed its room")
+	}
+}
+
+// The cache counts its builds, evictions and rebuilds (builds of an index
+// evicted less than a minute before), and a cache too small for the NPCs
+// searched in turn says so in one warning a minute, not one per rebuild.
+func TestIndexCacheCountsRebuilds(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	texts := []string{"Alice owes Brom 30 gold for the sword she lost at the forge.", "Tobin sold a rusty axe at the market."}
+	ids := []string{"a", "b", "c", "d"}
+	for _, id := range ids {
+		e.npc(t, id, t0)
+		e.say(t, id, t0, texts, nil)
+	}
+	searchAll := func(r *Retriever) {
+		t.Helper()
+		for _, id := range ids {
+			if _, err := r.Search(ctx, id, "sword", 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var roomy bytes.Buffer
+	big := e.retriever(t, WithLogger(zerolog.New(&roomy)))
+	for round := 0; round < 3; round++ {
+		searchAll(big)
+	}
+	one := big.CacheStats().Bytes / int64(len(ids))
+	if st := big.CacheStats(); st.Builds != int64(len(ids)) || st.Evictions != 0 || st.Rebuilds != 0 {
+		t.Fatalf("a cache that holds every index, after 3 rounds: %+v, want %d builds and nothing else", st, len(ids))
+	}
+	var tight bytes.Buffer
+	small := e.retriever(t, WithCacheBytes(2*one+one/2), WithLogger(zerolog.New(&tight)))
+	searchAll(small)
+	first := small.CacheStats()
+	if first.Builds != int64(len(ids)) || first.Evictions != int64(len(ids)-2) || first.Rebuilds != 0 {
+		t.Fatalf("a cache of two indexes after one round: %+v, want %d builds, %d evictions, no rebuild", first, len(ids), len(ids)-2)
+	}
+	searchAll(small)
+	searchAll(small)
+	st := small.CacheStats()
+	// Each search in turn finds its index dropped by the two before.
+	if st.Builds != 3*int64(len(ids)) || st.Rebuilds != 2*int64(len(ids)) || st.Evictions != st.Builds-2 {
+		t.Fatalf("a cache of two indexes after three rounds of %d NPCs: %+v", len(ids), st)
+	}
+	if n := strings.Count(tight.String(), "too small"); n != 1 {
+		t.Fatalf("%d warnings of a cache too small, want 1 within a minute:\n%s", n, tight.String())
+	}
+	if !strings.Contains(tight.String(), `"rebuilds":1`) || strings.Contains(roomy.String(), "too small") {
+		t.Fatalf("the warnings: %q (tight), %q (roomy)", tight.String(), roomy.String())
+	}
+	// A rebuild long after the eviction is a build like any other.
+	small.mu.Lock()
+	for id := range small.evicted {
+		small.evicted[id] = small.evicted[id].Add(-thrashWindow)
+	}
+	small.mu.Unlock()
+	searchAll(small)
+	if st2 := small.CacheStats(); st2.Rebuilds != st.Rebuilds+2 {
+		// The two evicted a minute ago are builds; the two evicted by this
+		// round's own searches are rebuilds.
+		t.Fatalf("after the evictions aged a minute: %+v (before %+v)", st2, st)
 	}
 }

@@ -91,7 +91,23 @@ type Retriever struct {
 	// cached is the sum of the sizeHint of the indexes in npcs, so a
 	// search's release need not add them up.
 	cached int64
+	// builds counts the indexes built from the database; evictions, those
+	// dropped to keep within the budget; rebuilds, the builds of an NPC
+	// whose index was evicted less than thrashWindow before, listed in
+	// evicted with the time it was. warnedAt is when the last warning of
+	// rebuilds was logged, and unwarned counts the rebuilds since.
+	builds, evictions, rebuilds int64
+	evicted                     map[string]time.Time
+	sweepAt                     int // the size of evicted at which old ones are forgotten
+	warnedAt                    time.Time
+	unwarned                    int64
 }
+
+// thrashWindow is how soon after its eviction an index built again counts
+// as a rebuild: the sign of a cache too small for the NPCs being searched,
+// where searches keep rebuilding what the others' just dropped. It is also
+// the least time between two warnings of it.
+const thrashWindow = time.Minute
 
 // Flush writes the recalls of memories gathered since the last write
 // (access_count and last_accessed). Searches flush by themselves every 512
@@ -390,13 +406,21 @@ type CacheStats struct {
 	Bytes, Limit int64
 	// Entries is how many NPCs have an index cached.
 	Entries int
+	// Builds counts the indexes built from the database since the
+	// Retriever was made (an NPC's first search, or one after its index was
+	// dropped); Evictions, the indexes dropped to keep within the budget;
+	// Rebuilds, the builds of an NPC whose index had been evicted less than
+	// a minute before. Rebuilds that keep growing mean the budget is too
+	// small for the NPCs being searched: each costs a whole index build,
+	// reading the NPC's past from the database.
+	Builds, Evictions, Rebuilds int64
 }
 
 // CacheStats reports the cache's size, for metrics.
 func (r *Retriever) CacheStats() CacheStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := CacheStats{Limit: r.cfg.cacheBytes, Entries: len(r.npcs)}
+	st := CacheStats{Limit: r.cfg.cacheBytes, Entries: len(r.npcs), Builds: r.builds, Evictions: r.evictions, Rebuilds: r.rebuilds}
 	for _, x := range r.npcs {
 		st.Bytes += x.sizeHint
 	}
@@ -434,6 +458,7 @@ func (r *Retriever) acquire(ctx context.Context, id string) (*npcIndex, error) {
 			x.rows.limit = rowLimit(r.cfg.cacheBytes)
 			x.builtAt = time.Now()
 			r.npcs[id] = x
+			r.built(id, x.builtAt)
 		}
 		r.mu.Unlock()
 		x.mu.Lock()
@@ -455,6 +480,49 @@ func (r *Retriever) acquire(ctx context.Context, id string) (*npcIndex, error) {
 		}
 		return x, nil
 	}
+}
+
+// built counts the build of NPC id's index, and a rebuild if the index
+// was evicted less than thrashWindow before; the first rebuild after
+// thrashWindow without a warning logs one. r.mu must be held.
+func (r *Retriever) built(id string, now time.Time) {
+	r.builds++
+	at, ok := r.evicted[id]
+	if !ok {
+		return
+	}
+	delete(r.evicted, id)
+	if now.Sub(at) >= thrashWindow {
+		return
+	}
+	r.rebuilds++
+	r.unwarned++
+	if now.Sub(r.warnedAt) < thrashWindow {
+		return
+	}
+	r.log.Warn().Int64("rebuilds", r.unwarned).Int("indexes_cached", len(r.npcs)).Int64("cache_bytes", r.cached).
+		Int64("cache_limit_bytes", r.cfg.cacheBytes).
+		Msg("the search index cache is too small for the NPCs being searched: indexes dropped to keep within its budget were built again within a minute, each reading its NPC's past from the database; raise the budget (NPCD_INDEX_CACHE_MB)")
+	r.warnedAt, r.unwarned = now, 0
+}
+
+// evict drops NPC id's index to keep within the budget, remembering when
+// for built; r.mu must be held.
+func (r *Retriever) evict(id string, now time.Time) {
+	r.remove(id)
+	r.evictions++
+	if r.evicted == nil {
+		r.evicted = map[string]time.Time{}
+	}
+	if len(r.evicted) >= r.sweepAt { // forget the evictions too old to matter
+		for k, at := range r.evicted {
+			if now.Sub(at) >= thrashWindow {
+				delete(r.evicted, k)
+			}
+		}
+		r.sweepAt = max(1024, 2*len(r.evicted))
+	}
+	r.evicted[id] = now
 }
 
 // drop removes x from the cache if it is still the index of id.
@@ -511,7 +579,7 @@ func (r *Retriever) release(x *npcIndex) {
 			break
 		}
 		if y := r.npcs[id]; y != x {
-			r.remove(id)
+			r.evict(id, used)
 		}
 	}
 }
