@@ -18,7 +18,7 @@ import (
 // batchSize with POST /v1/tick (mode "batch"). Latencies are whole requests,
 // the model's time included.
 func benchHTTP(ctx context.Context, h Harness, b TickOptions, n int, mode string) (*TickMeasure, error) {
-	addr, stop, err := h.Serve(ctx, ServeOptions{MaxCalls: b.Workers})
+	addr, stop, err := h.Serve(ctx, ServeOptions{MaxCalls: b.Workers, IndexCacheMB: b.CacheMB})
 	if err != nil {
 		return nil, err
 	}

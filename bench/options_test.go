@@ -11,7 +11,7 @@ import (
 // Every bad option is refused with an error naming its flag first.
 func TestOptionsCheck(t *testing.T) {
 	ticks := func(edit func(*TickOptions)) error {
-		o := TickOptions{NPCs: []int{1}, Ticks: 10, Workers: 4}
+		o := TickOptions{NPCs: []int{1}, Ticks: 10, Workers: 4, CacheMB: 128}
 		edit(&o)
 		return o.Check()
 	}
@@ -46,6 +46,7 @@ func TestOptionsCheck(t *testing.T) {
 		{"--latency", ticks(func(o *TickOptions) { o.Latency = -time.Second })},
 		{"--workers", ticks(func(o *TickOptions) { o.Workers = 0 })},
 		{"--db", ticks(func(o *TickOptions) { o.DB = "./bench.db" })},
+		{"--index-cache-mb", ticks(func(o *TickOptions) { o.CacheMB = 0 })},
 		{"--http", ticks(func(o *TickOptions) { o.HTTP, o.Latency = true, time.Millisecond })},
 		{"--turns", tokens(func(o *TokenOptions) { o.Turns = 0 })},
 		{"--fact-every", tokens(func(o *TokenOptions) { o.FactEvery = 0 })},

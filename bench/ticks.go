@@ -31,6 +31,7 @@ type TickOptions struct {
 	JSON    bool          // one JSON object per measurement
 	HTTP    bool          // through the daemon on a loopback port
 	DB      string        // a PostgreSQL URL to measure on; empty for a new SQLite file
+	CacheMB int           // bound of the memory search's index cache, MiB (NPCD_INDEX_CACHE_MB)
 	// CPUProfile, when set, names a file for a CPU profile of the whole
 	// run, preparation included.
 	CPUProfile string
@@ -49,6 +50,8 @@ func (b TickOptions) Check() error {
 		return fmt.Errorf("--others must not be negative")
 	case b.Latency < 0:
 		return fmt.Errorf("--latency must not be negative")
+	case b.CacheMB < 1 || b.CacheMB > 1<<20:
+		return fmt.Errorf("--index-cache-mb must be between 1 and %d", 1<<20)
 	case len(b.NPCs) == 0:
 		return fmt.Errorf("--npcs needs at least one count")
 	case b.DB != "" && !strings.HasPrefix(b.DB, "postgres://") && !strings.HasPrefix(b.DB, "postgresql://"):
@@ -89,6 +92,11 @@ type TickMeasure struct {
 	AllocsPerTick     int64   `json:"allocs_per_tick"`
 	PeakRSSMiB        float64 `json:"peak_rss_mib"`
 	Compactions       int     `json:"compactions"`
+	// IndexBuilds counts the search indexes built during the measured
+	// ticks (in-process only): an NPC's index dropped to keep the cache
+	// within --index-cache-mb and built again from the database. Each
+	// first build is done before the measurement.
+	IndexBuilds int64 `json:"index_builds"`
 }
 
 // modelTimeKey keys the per-tick accumulator of model time in a context.
@@ -188,6 +196,10 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		fmt.Fprintf(out, "  %-10s %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %9.3f %10d %8d %6.0f MiB %5d\n",
 			m.Mode, m.NPCs, m.Ticks, m.TicksPerS, m.P50MS, m.P95MS, m.P99MS, m.ModelMS, m.CPUMSPerTick, m.AllocBytesPerTick,
 			m.AllocsPerTick, m.PeakRSSMiB, m.Compactions)
+		if m.IndexBuilds > 0 {
+			fmt.Fprintf(out, "  %-10s %d search indexes were built again during the ticks: the index cache (--index-cache-mb %d) is too small for these NPCs\n",
+				"", m.IndexBuilds, b.CacheMB)
+		}
 	}
 	return nil
 }
@@ -198,9 +210,10 @@ const benchModel = "bench-builtin"
 
 func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOptions, n int) (*TickMeasure, error) {
 	a, done, err := h.Open(ctx, Options{
-		DB:         b.DB,
-		Remote:     newTimedModel(llm.NewBuiltin(), b.Latency),
-		TickConfig: func(c *tick.Config) { c.MaxConcurrentCalls = max(c.MaxConcurrentCalls, b.Workers) },
+		DB:           b.DB,
+		IndexCacheMB: b.CacheMB,
+		Remote:       newTimedModel(llm.NewBuiltin(), b.Latency),
+		TickConfig:   func(c *tick.Config) { c.MaxConcurrentCalls = max(c.MaxConcurrentCalls, b.Workers) },
 	})
 	if err != nil {
 		return nil, err
@@ -237,6 +250,7 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOp
 	compactions := 0
 	var ms0, ms1 runtime.MemStats
 	var cpu0 time.Duration
+	var builds0 int64
 	// Round -1 warms up, unmeasured: the first search of an NPC loads its
 	// past into memory once, which a running daemon has long done.
 	for r := -1; r < rounds; r++ {
@@ -244,6 +258,7 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOp
 			runtime.GC()
 			runtime.ReadMemStats(&ms0)
 			cpu0 = cpuTime()
+			builds0 = a.Retriever.CacheStats().Builds
 			overhead, modelTotal, elapsed, compactions = overhead[:0], 0, 0, 0
 		}
 		for _, id := range ids {
@@ -292,6 +307,7 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOp
 		}
 	}
 	cpu := cpuTime() - cpu0
+	builds := a.Retriever.CacheStats().Builds - builds0
 	runtime.ReadMemStats(&ms1)
 	total := len(overhead)
 	slices.Sort(overhead)
@@ -310,6 +326,7 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOp
 		AllocsPerTick:     int64(ms1.Mallocs-ms0.Mallocs) / int64(total),
 		PeakRSSMiB:        float64(ru.Maxrss) / 1024, // KiB on Linux
 		Compactions:       compactions,
+		IndexBuilds:       builds,
 	}, nil
 }
 

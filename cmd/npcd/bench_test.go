@@ -41,6 +41,23 @@ func TestBenchTicksJSON(t *testing.T) {
 		if m.ModelMS < 2 || m.P50MS < 0 || m.P50MS > m.P99MS || m.AllocsPerTick <= 0 || m.PeakRSSMiB <= 0 || m.CPUMSPerTick <= 0 {
 			t.Errorf("measurement %+v: implausible figures", m)
 		}
+		if m.IndexBuilds != 0 {
+			t.Errorf("measurement %+v: indexes built during the ticks, with a cache that holds them all", m)
+		}
+	}
+}
+
+// An index cache too small for the NPCs ticked in turn shows in the
+// measurement: their indexes are built again during the ticks, and the
+// table says the cache is too small.
+func TestBenchTicksReportsIndexRebuilds(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"bench", "ticks", "--npcs", "3", "--ticks", "6", "--history", "30000", "--index-cache-mb", "1"}
+	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+		t.Fatalf("bench ticks: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "search indexes were built again during the ticks: the index cache (--index-cache-mb 1) is too small") {
+		t.Fatalf("no word of the rebuilds:\n%s", out.String())
 	}
 }
 
