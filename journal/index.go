@@ -655,8 +655,10 @@ func (r *Retriever) embedPending(ctx context.Context, x *npcIndex, query string,
 // unstamped is content without the game-time stamps the tick puts at the
 // head of each perceived line ("[2026-11-21 10:02] ", seconds optional,
 // and the blanks after it). Results carry their game time apart, and every
-// consumer prints it, so a stamp in the text would only add noise words.
-// It reads content once and copies it only when a stamp is found.
+// consumer prints it, so a stamp would be paid for twice in a prompt; and to
+// a lexical embedder the digits of a stamp would make every line of one day
+// look alike. It reads content once and copies it only when a stamp is
+// found.
 func unstamped(content string) string {
 	if !strings.HasPrefix(content, "[") && !strings.Contains(content, "\n[") {
 		return content
