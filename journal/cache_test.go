@@ -198,3 +198,71 @@ func TestIndexCacheCountsRebuilds(t *testing.T) {
 		t.Fatalf("after the evictions aged a minute: %+v (before %+v)", st2, st)
 	}
 }
+
+// Warm builds the indexes of the NPCs it is given, in order, with their
+// vectors, so that their first searches build nothing; it skips the NPCs
+// already cached or refused by hold, and stops once the cache holds
+// WarmShare of its budget, dropping nothing.
+func TestWarm(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	texts := []string{"Alice owes Brom 30 gold for the sword she lost at the forge.", "Tobin sold a rusty axe at the market."}
+	ids := []string{"a", "b", "c", "d"}
+	for _, id := range ids {
+		e.npc(t, id, t0)
+		e.say(t, id, t0, texts, nil)
+	}
+	r := e.retriever(t)
+	if _, err := r.Search(ctx, "b", "sword", 3); err != nil {
+		t.Fatal(err)
+	}
+	var held, released []string
+	hold := func(_ context.Context, id string) (func(), bool) {
+		if id == "d" {
+			return nil, false
+		}
+		held = append(held, id)
+		return func() { released = append(released, id) }, true
+	}
+	n, err := r.Warm(ctx, []string{"c", "b", "a", "d"}, hold)
+	if err != nil || n != 2 {
+		t.Fatalf("Warm = %d, %v; want the 2 NPCs neither cached nor refused", n, err)
+	}
+	if fmt.Sprint(held) != "[c a]" || fmt.Sprint(released) != "[c a]" {
+		t.Fatalf("held %v, released %v; want c then a, each released", held, released)
+	}
+	for _, id := range []string{"a", "c"} {
+		x := r.npcs[id]
+		if x == nil || len(x.pending) != 0 || len(x.semText) != 0 || len(x.items) != len(texts) {
+			t.Fatalf("the warmed index of %s: %+v", id, x)
+		}
+	}
+	if _, ok := r.npcs["d"]; ok {
+		t.Fatal("d, refused by hold, was built")
+	}
+	one := r.npcs["c"].sizeHint // a warmed index, as the cache counts it
+	before := r.CacheStats()
+	for _, id := range []string{"a", "c"} {
+		if _, err := r.Search(ctx, id, "sword", 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := r.CacheStats(); st.Builds != before.Builds {
+		t.Fatalf("searches of warmed NPCs built %d indexes", st.Builds-before.Builds)
+	}
+	// A budget that one index fills past WarmShare: one is built, and
+	// nothing is dropped.
+	small := e.retriever(t, WithCacheBytes(one+one/4))
+	if n, err := small.Warm(ctx, ids, nil); err != nil || n != 1 {
+		t.Fatalf("Warm with room for one index = %d, %v", n, err)
+	}
+	if st := small.CacheStats(); st.Entries != 1 || st.Evictions != 0 {
+		t.Fatalf("after warming into a small cache: %+v", st)
+	}
+	// An ended context builds nothing and is no error.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if n, err := e.retriever(t).Warm(done, ids, nil); err != nil || n != 0 {
+		t.Fatalf("Warm with an ended context = %d, %v", n, err)
+	}
+}

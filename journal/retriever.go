@@ -605,6 +605,78 @@ func (r *Retriever) Index(ctx context.Context, id string) error {
 	return nil
 }
 
+// WarmShare is the share of the cache's budget Warm fills at most, so that
+// the NPCs searched first after it still find room without dropping what
+// it built.
+const WarmShare = 0.75
+
+// Warm builds the search indexes of the NPCs ids, in order, ahead of their
+// first searches: what an NPC's first search after a start would do (read
+// its whole past, compute its vectors), which for a long-lived NPC takes
+// seconds. It stops once the cache holds WarmShare of its budget, when ctx
+// ends (returning nil) or at the first error, and returns how many indexes
+// it built. An NPC already cached is skipped; one that no longer exists is
+// built empty, as its search would. hold, when not nil, is called before
+// each build and its release after: the owner's hold on the NPC (its
+// lease), without which the index would be dropped as stale at the NPC's
+// next use; an NPC it refuses (ok false) is skipped. With an embedder
+// that is not local (vectors that cost a call) only the texts whose
+// vectors are stored get theirs, the rest are left to the searches, which
+// embed them in batches as they need them.
+func (r *Retriever) Warm(ctx context.Context, ids []string, hold func(ctx context.Context, id string) (release func(), ok bool)) (int, error) {
+	built := 0
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return built, nil
+		}
+		r.mu.Lock()
+		_, cached := r.npcs[id]
+		full := float64(r.cached) >= WarmShare*float64(r.cfg.cacheBytes)
+		r.mu.Unlock()
+		if full {
+			break
+		}
+		if cached {
+			continue
+		}
+		release := func() {}
+		if hold != nil {
+			var ok bool
+			if release, ok = hold(ctx, id); !ok {
+				continue
+			}
+		}
+		err := r.warm(ctx, id)
+		release()
+		if err != nil {
+			if ctx.Err() != nil {
+				return built, nil
+			}
+			return built, err
+		}
+		built++
+	}
+	return built, nil
+}
+
+// warm builds NPC id's index and gives its items their vectors.
+func (r *Retriever) warm(ctx context.Context, id string) error {
+	x, err := r.acquire(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer r.release(x)
+	limit := 0 // stored vectors only
+	if !r.persists() {
+		limit = len(x.pending)
+	}
+	if _, err := r.embedPending(ctx, x, "", limit); err != nil {
+		return fmt.Errorf("warm the index of %q: %w", id, err)
+	}
+	x.ensureSemantic()
+	return nil
+}
+
 // now returns the NPC's game clock, as the refresh of x read it: its latest
 // perceived game time, or the newest item's time when the NPC has none.
 func (r *Retriever) now(x *npcIndex) time.Time {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -245,6 +246,47 @@ func (a *app) startSchedules(ctx context.Context) error {
 	}
 	a.scheduler.Start()
 	return nil
+}
+
+// warmIndexes builds the search indexes of the stored NPCs in the
+// background, those that perceived latest (game time) first, until the
+// index cache holds journal.WarmShare of NPCD_INDEX_CACHE_MB: the first
+// tick of a long-lived NPC after a start then need not read its whole
+// past. A tick that comes first builds its NPC's index itself, as without
+// it; an NPC whose index is being built waits for it. With PostgreSQL, where several daemons may share the NPCs, a daemon
+// cannot know which it will be sent, and nothing is warmed.
+func (a *app) warmIndexes(ctx context.Context) {
+	if a.readOnly || !store.IsSQLite(a.db) {
+		return
+	}
+	start := time.Now()
+	cs, err := a.chars.List(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn().Err(err).Msg("warming the search indexes: listing the NPCs failed")
+		}
+		return
+	}
+	slices.SortStableFunc(cs, func(x, y character.Character) int { return y.State.GameTime.Compare(x.State.GameTime) })
+	ids := make([]string, len(cs))
+	for i := range cs {
+		ids[i] = cs[i].ID
+	}
+	// Each NPC is built under its lease, as its ticks use it: taking a
+	// lease this process did not hold drops what is cached of the NPC.
+	// An NPC another daemon holds is left to it.
+	hold := func(ctx context.Context, id string) (func(), bool) {
+		release, err := a.engine.HoldNPC(lease.NoWait(ctx), id)
+		return release, err == nil
+	}
+	n, err := a.retriever.Warm(ctx, ids, hold)
+	st := a.retriever.CacheStats()
+	ev := a.log.Info()
+	if err != nil {
+		ev = a.log.Warn().Err(err)
+	}
+	ev.Int("warmed", n).Int("npcs", len(ids)).Int64("took_ms", time.Since(start).Milliseconds()).
+		Int64("cache_bytes", st.Bytes).Int64("cache_limit_bytes", st.Limit).Msg("search indexes warmed")
 }
 
 // syncSchedules reloads the sleep schedules from the database every

@@ -127,7 +127,9 @@ func serve(ctx context.Context, cfg Config, logOut io.Writer, ready chan<- strin
 		a.keepWALSmall(walCtx, cfg.WALCheckpoint)
 		<-syncDone
 	}()
-	stopWAL := func() { cancelWAL(); <-walDone } // before the database closes
+	warmDone := make(chan struct{})
+	go func() { defer close(warmDone); a.warmIndexes(walCtx) }()
+	stopWAL := func() { cancelWAL(); <-walDone; <-warmDone } // before the database closes
 	select {
 	case err := <-errc:
 		stopWAL()

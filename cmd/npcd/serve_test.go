@@ -156,3 +156,63 @@ func TestDaemonTruncatesTheWALAfterLoad(t *testing.T) {
 		}
 	}
 }
+
+// A daemon started on stored NPCs builds their search indexes in the
+// background, before any tick asks: the first tick after a restart then
+// builds none.
+func TestDaemonWarmsSearchIndexesAtStart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	client, stop := startDaemon(t, dir)
+	ids := []string{"brom", "mara", "tobin"}
+	for _, id := range ids {
+		if _, _, err := client.PutNPC(ctx, id, api.NPCSettings{Name: id, Persona: "You keep the village inn."}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.PostEvents(ctx, id, []api.Event{{Kind: "say", Actor: "alice", Text: "I lost my sword at the forge."}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Tick(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+
+	client, addr, stop := startDaemonAt(t, dir)
+	defer stop()
+	metric := func(name string) string {
+		t.Helper()
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				return v
+			}
+		}
+		t.Fatalf("/metrics lacks %s", name)
+		return ""
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for metric("npcd_index_cache_builds_total") != "3" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := metric("npcd_index_cache_builds_total"); got != "3" {
+		t.Fatalf("npcd_index_cache_builds_total %s after the start, want the 3 NPCs' indexes built", got)
+	}
+	if got := metric("npcd_index_cache_entries"); got != "3" {
+		t.Fatalf("npcd_index_cache_entries %s, want 3", got)
+	}
+	if _, err := client.PostEvents(ctx, "mara", []api.Event{{Kind: "say", Actor: "alice", Text: "Have you seen my sword?"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Tick(ctx, "mara"); err != nil {
+		t.Fatal(err)
+	}
+	if got := metric("npcd_index_cache_builds_total"); got != "3" {
+		t.Fatalf("npcd_index_cache_builds_total %s after a tick, want 3: the tick built its index again", got)
+	}
+}
