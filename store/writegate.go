@@ -50,6 +50,12 @@ type writeGate struct {
 	running    atomic.Bool
 	// restarts counts the checkpoints after which the log is started over.
 	restarts atomic.Int64
+	// bg counts the checkpoints running in the background, which the
+	// pool's Close waits for (closeGate), so that none touches the files
+	// once it returns; closed, under bgMu, stops new ones.
+	bgMu   sync.Mutex
+	bg     sync.WaitGroup
+	closed bool
 }
 
 // CheckpointEvery is how many writes (transactions, or write statements
@@ -72,10 +78,27 @@ func (g *writeGate) wrote() {
 		return
 	}
 	g.writes = 0
+	g.bgMu.Lock()
+	defer g.bgMu.Unlock()
+	if g.closed {
+		g.running.Store(false)
+		return
+	}
+	g.bg.Add(1)
 	go func() {
+		defer g.bg.Done()
 		defer g.running.Store(false)
 		g.checkpoint()
 	}()
+}
+
+// closeGate stops new background checkpoints and waits for the running
+// one, if any.
+func (g *writeGate) closeGate() {
+	g.bgMu.Lock()
+	g.closed = true
+	g.bgMu.Unlock()
+	g.bg.Wait()
 }
 
 // acquire waits for the gate, for ctx to end or for g.wait to pass, and
@@ -186,6 +209,15 @@ func (c *gatedConnector) Connect(context.Context) (driver.Conn, error) {
 }
 
 func (c *gatedConnector) Driver() driver.Driver { return c.drv }
+
+// Close is called by the pool's Close once its idle connections are
+// closed: it waits for the gate's background checkpoint, whose connection
+// is closed as it ends, so that nothing touches the database's files
+// afterwards (a test's directory can then be removed).
+func (c *gatedConnector) Close() error {
+	c.gate.closeGate()
+	return nil
+}
 
 // openGated opens an SQLite pool (driver name drv, as registered) whose
 // writers in this process queue at one gate, waiting at most wait each.

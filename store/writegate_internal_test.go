@@ -176,3 +176,38 @@ func openBlobs(t *testing.T) (string, *sql.DB, *writeGate) {
 	}
 	return path, db, gate
 }
+
+// Closing the pool waits for a background checkpoint that is running, and
+// starts none after: once Close returns, nothing touches the files.
+func TestCloseWaitsForTheBackgroundCheckpoint(t *testing.T) {
+	_, db, gate := openBlobs(t)
+	ctx := context.Background()
+	started, finished := make(chan struct{}), atomic.Bool{}
+	var runs atomic.Int32
+	gate.checkpoint = func() {
+		if runs.Add(1) == 1 {
+			close(started)
+		}
+		time.Sleep(200 * time.Millisecond) // a long copy
+		gate.checkpointLog(db)
+		finished.Store(true)
+	}
+	for i := 0; i < CheckpointEvery; i++ {
+		if _, err := db.ExecContext(ctx, "INSERT INTO blobs VALUES (x'00')"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-started
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !finished.Load() || gate.running.Load() {
+		t.Fatalf("Close returned while the background checkpoint ran (finished %v, running %v)", finished.Load(), gate.running.Load())
+	}
+	// A write counted after Close starts no checkpoint.
+	gate.writes = CheckpointEvery
+	gate.wrote()
+	if gate.running.Load() || runs.Load() != 1 {
+		t.Fatalf("a checkpoint started after Close: running %v, runs %d", gate.running.Load(), runs.Load())
+	}
+}
