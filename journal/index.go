@@ -51,7 +51,14 @@ type npcIndex struct {
 	vecs     rowStore[int8]
 	vecScale []float32
 	vecTmp   []float32 // scratch for a vector on its way to codes (embedInPlace)
-	pos      map[itemKey]int32
+	// byID lists, for journal entries and messages, their items in id
+	// order (rows are appended with growing ids), so that position finds
+	// one by binary search; memPos finds memories, whose ids come in no
+	// order, and unordered any other item added out of id order. A map
+	// entry per row would cost some 40 bytes of every row's 650.
+	byID      [3][]int32
+	memPos    map[int64]int32
+	unordered map[itemKey]int32
 	// users lists the items of perceived messages in id order, for the
 	// neighbour bonus; userRank holds, for each item, its place in users,
 	// -1 for an item that is no perceived message.
@@ -132,15 +139,47 @@ type npcIndex struct {
 }
 
 func newIndex(npc string) *npcIndex {
-	return &npcIndex{npc: npc, semText: map[int32]string{}, pos: map[itemKey]int32{}, pending: map[int32]string{}, post: map[string][]posting{}, family: map[string][]string{}, who: map[string]int32{}}
+	return &npcIndex{npc: npc, semText: map[int32]string{}, memPos: map[int64]int32{}, pending: map[int32]string{}, post: map[string][]posting{}, family: map[string][]string{}, who: map[string]int32{}}
 }
 
 func (x *npcIndex) bytes() int64 {
 	return x.vecs.bytes() + int64(cap(x.vecScale))*4 + int64(cap(x.vecTmp))*4 + int64(cap(x.qc)) + x.qSparse.bytes() +
-		int64(cap(x.items))*48 + int64(len(x.pos))*40 + int64(cap(x.scores))*4 +
+		int64(cap(x.items))*48 + int64(cap(x.byID[kindJournal])+cap(x.byID[kindMessage]))*4 + int64(len(x.memPos)+len(x.unordered))*40 + int64(cap(x.scores))*4 +
 		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
 		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
 		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24
+}
+
+// place records that item it is at position p, for position.
+func (x *npcIndex) place(it item, p int32) {
+	if it.kind == kindMemory {
+		x.memPos[it.id] = p
+		return
+	}
+	list := x.byID[it.kind]
+	if n := len(list); n > 0 && x.items[list[n-1]].id >= it.id {
+		if x.unordered == nil {
+			x.unordered = map[itemKey]int32{}
+		}
+		x.unordered[itemKey{it.kind, it.id}] = p
+		return
+	}
+	x.byID[it.kind] = append(list, p)
+}
+
+// position returns the position of the item of kind with id, if indexed.
+func (x *npcIndex) position(kind itemKind, id int64) (int32, bool) {
+	if kind == kindMemory {
+		p, ok := x.memPos[id]
+		return p, ok
+	}
+	list := x.byID[kind]
+	i := sort.Search(len(list), func(i int) bool { return x.items[list[i]].id >= id })
+	if i < len(list) && x.items[list[i]].id == id {
+		return list[i], true
+	}
+	p, ok := x.unordered[itemKey{kind, id}]
+	return p, ok
 }
 
 // whoID numbers the entity whose name is name (by its first word), 0 for
@@ -201,7 +240,7 @@ func (x *npcIndex) add(it item, text string) int32 {
 		x.vecs.grow(1)
 	}
 	x.vecScale = append(x.vecScale, 0)
-	x.pos[itemKey{it.kind, it.id}] = p
+	x.place(it, p)
 	rank := int32(-1)
 	if it.user {
 		rank = int32(len(x.users))
@@ -513,7 +552,7 @@ func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex, rev int64) er
 			return fmt.Errorf("index memories of %q: %w", x.npc, err)
 		}
 		sup := supersededBy.Int64
-		if p, ok := x.pos[itemKey{kindMemory, id}]; ok {
+		if p, ok := x.memPos[id]; ok {
 			x.items[p].supBy = sup // content never changes; supersession does
 			continue
 		}

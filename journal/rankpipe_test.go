@@ -79,7 +79,7 @@ func rankIndex(tb testing.TB, r *Retriever, seed uint64, n int) (*npcIndex, []st
 		if rng.IntN(10) == 0 {
 			sup = memIDs[len(memIDs)-1] + 1000
 		}
-		x.items[x.pos[itemKey{kindMemory, id}]].supBy = sup
+		x.items[x.memPos[id]].supBy = sup
 	}
 	return x, texts
 }
@@ -463,7 +463,7 @@ func TestKeywordHitsCarryTheirPosition(t *testing.T) {
 	for _, q := range rankQueries(rng, texts, 32) {
 		for _, h := range x.keyword(Terms(q), 40, r.cfg.wExpand, r.cfg.lengthNorm) {
 			n++
-			if p, ok := x.pos[itemKey{h.kind, h.id}]; !ok || p != h.p {
+			if p, ok := x.position(h.kind, h.id); !ok || p != h.p {
 				t.Fatalf("hit %+v: the row's item is at %d (%v)", h, p, ok)
 			}
 		}

@@ -347,7 +347,7 @@ func refRank(r *Retriever, x *npcIndex, haveVec, haveSem bool, hits []kwHit, poo
 	kw := make(map[int32]float64, len(hits))
 	best := 0.0
 	for _, h := range hits {
-		if p, ok := x.pos[itemKey{h.kind, h.id}]; ok && h.score > 0 {
+		if p, ok := x.position(h.kind, h.id); ok && h.score > 0 {
 			kw[p] = math.Max(kw[p], h.score)
 			best = math.Max(best, h.score)
 		}
@@ -408,7 +408,7 @@ func refRank(r *Retriever, x *npcIndex, haveVec, haveSem bool, hits []kwHit, poo
 	succ := map[int32]int32{}
 	for p := range set {
 		for q, hops := p, 0; x.items[q].kind == kindMemory && x.items[q].supBy != 0 && hops < 64; hops++ {
-			next, ok := x.pos[itemKey{kindMemory, x.items[q].supBy}]
+			next, ok := x.position(kindMemory, x.items[q].supBy)
 			if !ok {
 				break
 			}

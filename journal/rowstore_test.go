@@ -100,3 +100,34 @@ func TestEmbedInPlaceStoresWhatSetVecWould(t *testing.T) {
 		r.release(x)
 	}
 }
+
+// position finds every item by kind and id: journal entries and messages
+// added in id order through their sorted lists, one added out of order
+// through the fallback, memories whatever their order; and nothing for an
+// id or kind never added.
+func TestIndexPosition(t *testing.T) {
+	x := newIndex("brom")
+	type added struct {
+		kind itemKind
+		id   int64
+	}
+	var all []added
+	for _, a := range []added{{kindMessage, 10}, {kindMemory, 7}, {kindJournal, 3}, {kindMessage, 12}, {kindMemory, 2},
+		{kindMessage, 11}, {kindJournal, 9}, {kindMessage, 40}, {kindJournal, 4}, {kindMemory, 30}} {
+		x.add(item{id: a.id, kind: a.kind}, "a line")
+		all = append(all, a)
+	}
+	for p, a := range all {
+		if got, ok := x.position(a.kind, a.id); !ok || got != int32(p) {
+			t.Errorf("position(%v, %d) = %d, %v; want %d", a.kind, a.id, got, ok, p)
+		}
+	}
+	if len(x.unordered) != 2 {
+		t.Errorf("%d items kept out of the sorted lists, want 2 (message 11, journal 4)", len(x.unordered))
+	}
+	for _, a := range []added{{kindMessage, 7}, {kindMessage, 13}, {kindMessage, 41}, {kindJournal, 10}, {kindMemory, 3}, {kindMemory, 0}} {
+		if p, ok := x.position(a.kind, a.id); ok {
+			t.Errorf("position(%v, %d) = %d, found: never added", a.kind, a.id, p)
+		}
+	}
+}

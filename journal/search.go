@@ -216,7 +216,7 @@ func (r *Retriever) window(x *npcIndex) window {
 		return window{}
 	}
 	return window{span: r.cfg.winSpan, parts: r.cfg.winParts, reach: r.cfg.winReach, rank: func(id int64) (int32, bool) {
-		p, ok := x.pos[itemKey{kindMessage, id}]
+		p, ok := x.position(kindMessage, id)
 		if !ok {
 			return 0, false
 		}
@@ -347,7 +347,7 @@ func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool 
 	succ := rs.succ[:0]
 	for _, p := range rs.set {
 		for q, hops := p, 0; x.items[q].kind == kindMemory && x.items[q].supBy != 0 && hops < 64; hops++ {
-			next, ok := x.pos[itemKey{kindMemory, x.items[q].supBy}]
+			next, ok := x.position(kindMemory, x.items[q].supBy)
 			if !ok {
 				break
 			}
