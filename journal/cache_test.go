@@ -140,14 +140,8 @@ func TestIndexCacheCutsKeptResultsBeforeDroppingIndexes(t *testing.T) {
 // evicted less than a minute before), and a cache too small for the NPCs
 // searched in turn says so in one warning a minute, not one per rebuild.
 func TestIndexCacheCountsRebuilds(t *testing.T) {
-	e := newEnv(t)
+	e, ids, _ := fourNPCs(t)
 	ctx := context.Background()
-	texts := []string{"Alice owes Brom 30 gold for the sword she lost at the forge.", "Tobin sold a rusty axe at the market."}
-	ids := []string{"a", "b", "c", "d"}
-	for _, id := range ids {
-		e.npc(t, id, t0)
-		e.say(t, id, t0, texts, nil)
-	}
 	searchAll := func(r *Retriever) {
 		t.Helper()
 		for _, id := range ids {
@@ -204,14 +198,8 @@ func TestIndexCacheCountsRebuilds(t *testing.T) {
 // already cached or refused by hold, and stops once the cache holds
 // WarmShare of its budget, dropping nothing.
 func TestWarm(t *testing.T) {
-	e := newEnv(t)
+	e, ids, texts := fourNPCs(t)
 	ctx := context.Background()
-	texts := []string{"Alice owes Brom 30 gold for the sword she lost at the forge.", "Tobin sold a rusty axe at the market."}
-	ids := []string{"a", "b", "c", "d"}
-	for _, id := range ids {
-		e.npc(t, id, t0)
-		e.say(t, id, t0, texts, nil)
-	}
 	r := e.retriever(t)
 	if _, err := r.Search(ctx, "b", "sword", 3); err != nil {
 		t.Fatal(err)
@@ -265,4 +253,18 @@ func TestWarm(t *testing.T) {
 	if n, err := e.retriever(t).Warm(done, ids, nil); err != nil || n != 0 {
 		t.Fatalf("Warm with an ended context = %d, %v", n, err)
 	}
+}
+
+// fourNPCs makes NPCs a, b, c and d, each with the same two perceived
+// lines, and returns them with those lines.
+func fourNPCs(t *testing.T) (e *testEnv, ids, texts []string) {
+	t.Helper()
+	e = newEnv(t)
+	texts = []string{"Alice owes Brom 30 gold for the sword she lost at the forge.", "Tobin sold a rusty axe at the market."}
+	ids = []string{"a", "b", "c", "d"}
+	for _, id := range ids {
+		e.npc(t, id, t0)
+		e.say(t, id, t0, texts, nil)
+	}
+	return e, ids, texts
 }
