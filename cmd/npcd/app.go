@@ -253,8 +253,9 @@ func (a *app) startSchedules(ctx context.Context) error {
 // index cache holds journal.WarmShare of NPCD_INDEX_CACHE_MB: the first
 // tick of a long-lived NPC after a start then need not read its whole
 // past. A tick that comes first builds its NPC's index itself, as without
-// it; an NPC whose index is being built waits for it. With PostgreSQL, where several daemons may share the NPCs, a daemon
-// cannot know which it will be sent, and nothing is warmed.
+// it; a tick of an NPC whose index is being built waits for it. With
+// PostgreSQL, where several daemons may share the NPCs, a daemon cannot
+// know which it will be sent, and nothing is warmed.
 func (a *app) warmIndexes(ctx context.Context) {
 	if a.readOnly || !store.IsSQLite(a.db) {
 		return
