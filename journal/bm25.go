@@ -2,6 +2,7 @@ package journal
 
 import (
 	"math"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -106,19 +107,55 @@ func searchable(w string) bool {
 	return true
 }
 
-// addPostings indexes the words (ftsWords) of item p.
+// addPostings indexes the words (ftsWords) of item p, as indexTerms
+// counts them, in the order the terms first appear. Its counting is
+// indexTerms' without two maps made per item: the scratch is reused,
+// from a pool shared by the indexes (kept by each, a long text's map would
+// stay with its NPC's index).
 func (x *npcIndex) addPostings(p int32, words []string) {
-	counts, surface, n := indexTerms(words)
-	for k, tf := range counts {
-		if len(x.post[k]) == 0 {
-			f := familyKey(surface[k])
-			x.family[f] = append(x.family[f], k)
+	sc := termScratch.Get().(*postingScratch)
+	terms := sc.terms[:0]
+	for _, w := range words {
+		if !searchable(w) {
+			continue
 		}
-		x.post[k] = append(x.post[k], posting{p: p, tf: uint16(min(tf, math.MaxUint16))})
+		k := termKey(w)
+		if i, ok := sc.at[k]; ok {
+			terms[i].n++
+			continue
+		}
+		sc.at[k] = int32(len(terms))
+		terms = append(terms, termCount{key: k, surface: w, n: 1})
+	}
+	for _, t := range terms {
+		if len(x.post[t.key]) == 0 {
+			f := familyKey(t.surface)
+			x.family[f] = append(x.family[f], t.key)
+		}
+		x.post[t.key] = append(x.post[t.key], posting{p: p, tf: uint16(min(t.n, math.MaxUint16))})
 		x.postings++
 	}
-	x.dl = append(x.dl, uint32(n))
-	x.totalLen += int64(n)
+	clear(sc.at)
+	clear(terms) // keeps no strings alive
+	sc.terms = terms[:0]
+	termScratch.Put(sc)
+	x.dl = append(x.dl, uint32(len(words)))
+	x.totalLen += int64(len(words))
+}
+
+// postingScratch is addPostings' scratch, empty between calls.
+type postingScratch struct {
+	terms []termCount
+	at    map[string]int32 // index in terms of each key
+}
+
+var termScratch = sync.Pool{New: func() any { return &postingScratch{at: map[string]int32{}} }}
+
+// termCount is one indexed term of an item being added: its key, the word
+// as first written, and how often it occurs.
+type termCount struct {
+	key, surface string
+	n            int
 }
 
 // df is how many of the NPC's items contain the word w.

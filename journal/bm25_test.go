@@ -3,6 +3,8 @@ package journal
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -244,5 +246,35 @@ func TestKeywordTopKMatchesSort(t *testing.T) {
 		if all[i].kind == all[i-1].kind && better(all[i], all[i-1]) {
 			t.Fatalf("hits out of order at %d: %v before %v", i, all[i-1], all[i])
 		}
+	}
+}
+
+// addPostings indexes each item with the counts indexTerms gives, and
+// leaves the scratch it reuses empty: texts of repeated, stop, one-letter and
+// accented words, added one after the other to one index.
+func TestAddPostingsCountsAsIndexTerms(t *testing.T) {
+	x := newIndex("brom")
+	texts := []string{"", "the the a", "Sword sword SWORDS of the king", "épée epee café cafe", "I owe Brom 30 gold, gold and more gold",
+		strings.Repeat("wolves hungry winter ", 40), "x y z", "adopt adoption adopted"}
+	for i, text := range texts {
+		words := ftsWords(text)
+		x.addPostings(int32(i), words)
+		counts, _, n := indexTerms(words)
+		got := map[string]int{}
+		for k, ps := range x.post {
+			for _, pt := range ps {
+				if pt.p == int32(i) {
+					got[k] = int(pt.tf)
+				}
+			}
+		}
+		if !maps.Equal(got, counts) || x.dl[i] != uint32(n) {
+			t.Fatalf("text %q: postings %v (length %d), want %v (length %d)", text, got, x.dl[i], counts, n)
+		}
+		sc := termScratch.Get().(*postingScratch)
+		if len(sc.at) != 0 || len(sc.terms) != 0 {
+			t.Fatalf("text %q: scratch left with %d keys, %d terms", text, len(sc.at), len(sc.terms))
+		}
+		termScratch.Put(sc)
 	}
 }
