@@ -268,6 +268,9 @@ func (a *app) warmIndexes(ctx context.Context) {
 		}
 		return
 	}
+	if len(cs) == 0 {
+		return
+	}
 	slices.SortStableFunc(cs, func(x, y character.Character) int { return y.State.GameTime.Compare(x.State.GameTime) })
 	ids := make([]string, len(cs))
 	for i := range cs {
