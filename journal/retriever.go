@@ -751,6 +751,8 @@ func (x *npcIndex) query(q []float32) bool {
 }
 
 // cosine is item p's cosine with the query (see query), 0 without one.
+// scan computes the same in its loops, without the per-item checks: a
+// call per row there cost a tenth more on BenchmarkScan100k.
 func (x *npcIndex) cosine(p int32) float32 {
 	if x.qcs == 0 {
 		return 0
