@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -284,17 +283,11 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 	if err := o.Check(); err != nil {
 		return err
 	}
-	if o.CPUProfile != "" {
-		f, err := os.Create(o.CPUProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var npc lifeNPC
 	mode := "in-process"
 	c := lifeCharacter(o.Window)

@@ -72,16 +72,11 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 	work := make(chan string)
 	errc := make(chan error, workers)
 	var wg sync.WaitGroup
-	if o.CPUProfile != "" {
-		f, err := os.Create(o.CPUProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
+	stopProfile, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	// Allocations are counted over the whole process, as CPU time is: the
 	// sweep is all it runs meanwhile.
 	var mem0 runtime.MemStats
@@ -115,9 +110,7 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 	took, cpu := time.Since(start), cpuTime()-cpu0
 	var mem1 runtime.MemStats
 	runtime.ReadMemStats(&mem1)
-	if o.CPUProfile != "" {
-		pprof.StopCPUProfile()
-	}
+	stopProfile() // the profile covers the sweep alone
 	select {
 	case err := <-errc:
 		return err

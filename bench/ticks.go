@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -162,17 +160,11 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		fmt.Fprintf(out, "  %-10s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
 			"mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
 	}
-	if b.CPUProfile != "" {
-		f, err := os.Create(b.CPUProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(b.CPUProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var runs []func() (*TickMeasure, error)
 	for _, n := range b.NPCs {
 		if b.HTTP {
