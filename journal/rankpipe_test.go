@@ -10,6 +10,18 @@ import (
 	"time"
 )
 
+// offlineRankIndex is rankIndex on a Retriever of the offline embedder,
+// returned with it and the embedder.
+func offlineRankIndex(tb testing.TB, seed uint64, n int) (*Retriever, weightedEmbedder, *npcIndex, []string) {
+	tb.Helper()
+	r, err := NewRetriever(NewStore(nil))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	x, texts := rankIndex(tb, r, seed, n)
+	return r, r.embedder.(weightedEmbedder), x, texts
+}
+
 // rankIndex builds, without a database, the index of an NPC that lived
 // long: n items, mostly perceived lines in game-time order (about 270 a
 // day, by a few dozen speakers), then its own lines, journal entries and
@@ -300,12 +312,7 @@ func TestRankMatchesReference(t *testing.T) {
 // long-lived NPC of 6,000 items: the scans, the keyword channel and rank,
 // everything a tick's recall does besides reading the results' rows.
 func BenchmarkRankWindow(b *testing.B) {
-	r, err := NewRetriever(NewStore(nil))
-	if err != nil {
-		b.Fatal(err)
-	}
-	we := r.embedder.(weightedEmbedder)
-	x, texts := rankIndex(b, r, 1, 6000)
+	r, we, x, texts := offlineRankIndex(b, 1, 6000)
 	rng := rand.New(rand.NewPCG(7, 8))
 	queries := rankQueries(rng, texts, 64)
 	type q struct {
@@ -431,11 +438,7 @@ func TestScanNonFinite(t *testing.T) {
 // userRank holds each item's place among the perceived messages, which
 // the neighbour bonus and the window read in place of a search of users.
 func TestUserRankMatchesUsers(t *testing.T) {
-	r, err := NewRetriever(NewStore(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, _ := rankIndex(t, r, 3, 500)
+	_, _, x, _ := offlineRankIndex(t, 3, 500)
 	if len(x.userRank) != len(x.items) || len(x.users) == 0 {
 		t.Fatalf("%d ranks for %d items, %d perceived", len(x.userRank), len(x.items), len(x.users))
 	}
@@ -453,11 +456,7 @@ func TestUserRankMatchesUsers(t *testing.T) {
 // A keyword hit carries the position of its row's item, which ranking
 // reads in place of looking the row up.
 func TestKeywordHitsCarryTheirPosition(t *testing.T) {
-	r, err := NewRetriever(NewStore(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, texts := rankIndex(t, r, 5, 500)
+	r, _, x, texts := offlineRankIndex(t, 5, 500)
 	rng := rand.New(rand.NewPCG(9, 10))
 	n := 0
 	for _, q := range rankQueries(rng, texts, 32) {
@@ -477,12 +476,7 @@ func TestKeywordHitsCarryTheirPosition(t *testing.T) {
 // after search: each must be what the embedder makes afresh, nothing of the
 // query before left in it.
 func TestQueryVectorReusesItsScratch(t *testing.T) {
-	r, err := NewRetriever(NewStore(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	we := r.embedder.(weightedEmbedder)
-	x, texts := rankIndex(t, r, 5, 300)
+	r, we, x, texts := offlineRankIndex(t, 5, 300)
 	rng := rand.New(rand.NewPCG(7, 8))
 	queries := append(rankQueries(rng, texts, 12), "", "the and of", "a much longer query about the swords Alice lost at the forge")
 	var prev []float32
@@ -512,12 +506,7 @@ func TestQueryVectorReusesItsScratch(t *testing.T) {
 // quantized, are their cosines within the error of the int8 codes; an
 // item waiting for its vector (rankIndex leaves some) scores 0.
 func TestScanScoresAreCosines(t *testing.T) {
-	r, err := NewRetriever(NewStore(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	we := r.embedder.(weightedEmbedder)
-	x, texts := rankIndex(t, r, 11, 800)
+	_, we, x, texts := offlineRankIndex(t, 11, 800)
 	rng := rand.New(rand.NewPCG(1, 2))
 	waiting := 0
 	for _, s := range x.vecScale {
