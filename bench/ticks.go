@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -211,6 +212,11 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOp
 		return nil, err
 	}
 	defer done()
+	// The setup and the warm-up round carry the profile label bench=setup,
+	// so that a CPU profile of the measured ticks alone is
+	// go tool pprof -tagignore bench=setup.
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("bench", "setup")))
+	defer pprof.SetGoroutineLabels(ctx)
 	others, err := fillOthers(ctx, progress, a, b.Others)
 	if err != nil {
 		return nil, err
@@ -247,6 +253,7 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOp
 	// past into memory once, which a running daemon has long done.
 	for r := -1; r < rounds; r++ {
 		if r == 0 {
+			pprof.SetGoroutineLabels(ctx)
 			runtime.GC()
 			runtime.ReadMemStats(&ms0)
 			cpu0 = cpuTime()

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,6 +60,37 @@ func TestBenchTicksReportsIndexRebuilds(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "search indexes were built again during the ticks: the index cache (--index-cache-mb 1) is too small") {
 		t.Fatalf("no word of the rebuilds:\n%s", out.String())
+	}
+}
+
+// The setup of bench ticks (the archived history, the warm-up round) is
+// labelled bench=setup in its CPU profile, so that go tool pprof
+// -tagignore bench=setup shows the measured ticks alone. A profile holds
+// a label's key and value in its string table.
+func TestBenchTicksProfileLabelsTheSetup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	var out, errb bytes.Buffer
+	args := []string{"bench", "ticks", "--npcs", "2", "--ticks", "4", "--history", "60000", "--cpuprofile", path}
+	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+		t.Fatalf("bench ticks: %v\n%s", err, errb.String())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("the profile is not gzipped: %v", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"setup"} {
+		if !bytes.Contains(raw, []byte(s)) {
+			t.Fatalf("the profile holds no %q: the setup is not labelled", s)
+		}
 	}
 }
 
