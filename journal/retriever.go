@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npcd/npcd/internal/int8vec"
 	"math"
 	"runtime"
 	"slices"
@@ -746,8 +747,20 @@ func (x *npcIndex) query(q []float32) bool {
 		return false
 	}
 	x.qSparse.set(x.qc)
-	x.sparse = 3*len(x.qSparse.idx) < d
+	x.sparse = sparseQuery(len(x.qSparse.idx), d)
 	return true
+}
+
+// sparseQuery tells whether a query of nonzero codes out of d is scanned
+// by its nonzero codes (sparse8.dot) rather than by dot8. A sparse dot
+// costs about a nanosecond per nonzero code; dot8 with vector
+// instructions (int8vec) about 15 ns for 256 codes, and 130 without them,
+// where sparse wins below a third set.
+func sparseQuery(nonzero, d int) bool {
+	if int8vec.SIMD() {
+		return 16*nonzero <= d
+	}
+	return 3*nonzero < d
 }
 
 // cosine is item p's cosine with the query (see query), 0 without one.

@@ -3,6 +3,7 @@ package journal
 import (
 	"math"
 
+	"github.com/npcd/npcd/internal/int8vec"
 	"github.com/npcd/npcd/internal/wordvec"
 	"github.com/npcd/npcd/llm"
 )
@@ -204,25 +205,9 @@ func (x *npcIndex) scanSemantic(q []int8, qs float32) {
 	})
 }
 
-// dot8 is the inner product of two int8 vectors of equal length. Sixteen
-// elements a step through fixed-size subslices let the compiler drop the
-// bounds checks: about 6 instructions an element instead of 12.
-func dot8(a, b []int8) int32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 int32
-	for len(a) >= 16 && len(b) >= 16 {
-		x, y := a[:16:16], b[:16:16]
-		s0 += int32(x[0])*int32(y[0]) + int32(x[4])*int32(y[4]) + int32(x[8])*int32(y[8]) + int32(x[12])*int32(y[12])
-		s1 += int32(x[1])*int32(y[1]) + int32(x[5])*int32(y[5]) + int32(x[9])*int32(y[9]) + int32(x[13])*int32(y[13])
-		s2 += int32(x[2])*int32(y[2]) + int32(x[6])*int32(y[6]) + int32(x[10])*int32(y[10]) + int32(x[14])*int32(y[14])
-		s3 += int32(x[3])*int32(y[3]) + int32(x[7])*int32(y[7]) + int32(x[11])*int32(y[11]) + int32(x[15])*int32(y[15])
-		a, b = a[16:], b[16:]
-	}
-	for i := range a {
-		s0 += int32(a[i]) * int32(b[i])
-	}
-	return s0 + s1 + s2 + s3
-}
+// dot8 is the inner product of two int8 vectors of equal length, with
+// vector instructions where the machine has them (package int8vec).
+func dot8(a, b []int8) int32 { return int8vec.Dot(a, b) }
 
 // semAt is item p's semantic similarity with the query of the last
 // semantic scan, computed when p lies before what the scan covered.

@@ -1,0 +1,15 @@
+//go:build !purego
+
+package int8vec
+
+import "golang.org/x/sys/cpu"
+
+// hasSIMD: AVX2, with the operating system saving its registers (which
+// cpu.X86.HasAVX2 includes).
+var hasSIMD = cpu.X86.HasAVX2
+
+// dotSIMD is the inner product of the n codes at a and b; n is a positive
+// multiple of 16.
+//
+//go:noescape
+func dotSIMD(a, b *int8, n int) int32

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package int8vec
+
+var hasSIMD = false
+
+func dotSIMD(a, b *int8, n int) int32 { panic("int8vec: no vector instructions") }
