@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
@@ -25,6 +27,7 @@ type Metrics struct {
 	ticks         *prometheus.CounterVec
 	tickDuration  *prometheus.HistogramVec
 	llmCalls      *prometheus.CounterVec
+	llmTaskCalls  *prometheus.CounterVec
 	llmDuration   *prometheus.HistogramVec
 	llmTokens     *prometheus.CounterVec
 	compactions   *prometheus.CounterVec
@@ -68,6 +71,9 @@ func NewMetrics() *Metrics {
 		llmCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "npcd_llm_calls_total", Help: "Model calls (ticks, summaries, consolidation), by model and outcome (ok or the failure code).",
 		}, []string{"model", "outcome"}),
+		llmTaskCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "npcd_llm_task_calls_total", Help: "Model calls, by task: tick (an NPC's turn), summarize (a compaction's [CONTEXT SUMMARY]), extract and reflect (a sleep's consolidation).",
+		}, []string{"task"}),
 		llmDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "npcd_llm_call_duration_seconds", Help: "Model call latency, by model.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
@@ -91,7 +97,7 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 		}, []string{"outcome"}),
 	}
-	m.reg.MustRegister(m.ticks, m.tickDuration, m.llmCalls, m.llmDuration, m.llmTokens, m.compactions, m.utilization,
+	m.reg.MustRegister(m.ticks, m.tickDuration, m.llmCalls, m.llmTaskCalls, m.llmDuration, m.llmTokens, m.compactions, m.utilization,
 		m.httpDuration, m.sleepDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so rates work before the first tick.
@@ -100,6 +106,9 @@ func NewMetrics() *Metrics {
 	}
 	for _, o := range []string{outcomeOK, outcomeSkipped, outcomeError} {
 		m.sleepDuration.WithLabelValues(o)
+	}
+	for _, t := range []llm.Task{llm.TaskTick, llm.TaskSummarize, llm.TaskExtract, llm.TaskReflect} {
+		m.llmTaskCalls.WithLabelValues(string(t))
 	}
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
@@ -173,6 +182,7 @@ func (m *Metrics) ModelCallFor(task llm.Task, model string, d time.Duration, u l
 		}
 	}
 	m.llmCalls.WithLabelValues(model, outcome).Inc()
+	m.llmTaskCalls.WithLabelValues(cmp.Or(string(task), string(llm.TaskTick))).Inc()
 	m.llmDuration.WithLabelValues(model).Observe(d.Seconds())
 	completion := tokensCompletion
 	if task == llm.TaskSummarize {
@@ -180,6 +190,16 @@ func (m *Metrics) ModelCallFor(task llm.Task, model string, d time.Duration, u l
 	}
 	m.llmTokens.WithLabelValues(model, tokensPrompt).Add(float64(max(0, u.PromptTokens)))
 	m.llmTokens.WithLabelValues(model, completion).Add(float64(max(0, u.CompletionTokens)))
+}
+
+// TaskCalls returns how many model calls were made for task, failed ones
+// included: the summarizer calls of the compactions, for instance.
+func (m *Metrics) TaskCalls(task llm.Task) int64 {
+	var d dto.Metric
+	if err := m.llmTaskCalls.WithLabelValues(string(task)).Write(&d); err != nil {
+		return 0
+	}
+	return int64(d.GetCounter().GetValue())
 }
 
 // CompactionDone counts a compaction that no tick reported: the Server

@@ -209,8 +209,9 @@ func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, win
 			fmt.Fprintln(progress)
 		}
 		sort.Ints(perTick)
-		fmt.Fprintf(out, "  masking %-5v: %5d ticks, %5d model calls, prompt tokens per tick mean %5d  p50 %5d  p95 %5d, compactions %v, %d ended over the target of %d (%d saying why)\n",
-			on, ticksRun, calls, prompt/max(1, ticksRun), perTick[len(perTick)/2], perTick[len(perTick)*95/100], compactions, over, target, told)
+		summarizer := a.SummarizerCalls()
+		fmt.Fprintf(out, "  masking %-5v: %5d ticks, %5d model calls, prompt tokens per tick mean %5d  p50 %5d  p95 %5d, compactions %v, %d ended over the target of %d (%d saying why), summarizer calls %d (%.1f per 1,000 ticks)\n",
+			on, ticksRun, calls, prompt/max(1, ticksRun), perTick[len(perTick)/2], perTick[len(perTick)*95/100], compactions, over, target, told, summarizer, per1000(summarizer, ticksRun))
 		done()
 	}
 	return nil

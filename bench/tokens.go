@@ -26,6 +26,12 @@ type TokenMeasure struct {
 	Facts    int     `json:"facts"`
 	Reached  int     `json:"facts_reachable"`
 	Recall   float64 `json:"facts_reachable_share"`
+	// Compactions and SummarizerCalls are what npcd's run compacted and
+	// the summarizer calls that cost (the baselines make none), with those
+	// calls per 1,000 ticks.
+	Compactions       int     `json:"compactions,omitempty"`
+	SummarizerCalls   int64   `json:"summarizer_calls,omitempty"`
+	SummarizerPer1000 float64 `json:"summarizer_calls_per_1000_ticks,omitempty"`
 }
 
 // TokenOptions are what one run of Tokens replays.
@@ -106,6 +112,7 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 
 	var facts []plantedFact
 	var npcd, unbounded, truncated []int
+	compactions := 0
 	var history []int         // token cost of every message so far, oldest first
 	var historyTotal int      // sum of history
 	var keptFrom, keptSum int // index into history where kept starts, and its sum
@@ -181,6 +188,9 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 				lastID = msgs[len(msgs)-1].ID
 			}
 			npcd = append(npcd, res.Usage.PromptTokens)
+			if res.Compaction != nil {
+				compactions++
+			}
 			if len(res.Awaiting) == 0 {
 				break
 			}
@@ -193,8 +203,12 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 			}
 		}
 		if o.SleepEvery > 0 && (turn+1)%o.SleepEvery == 0 {
-			if _, err := a.Engine.Sleep(ctx, c.ID); err != nil {
+			rep, err := a.Engine.Sleep(ctx, c.ID)
+			if err != nil {
 				return err
+			}
+			if rep.Compaction != nil {
+				compactions++
 			}
 		}
 		if progress != nil && (turn+1)%100 == 0 {
@@ -283,6 +297,8 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 		return m
 	}
 	ms := []TokenMeasure{measure("npcd", npcd), measure("unbounded", unbounded), measure("truncation", truncated)}
+	ms[0].Compactions, ms[0].SummarizerCalls = compactions, a.SummarizerCalls()
+	ms[0].SummarizerPer1000 = per1000(ms[0].SummarizerCalls, ms[0].Ticks)
 	if o.JSON {
 		enc := json.NewEncoder(out)
 		for _, m := range ms {
@@ -295,8 +311,12 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 	fmt.Fprintf(out, "%d turns, builtin model, window %d, a look observation (%d bytes) every third turn, a fact every %d turns, a sleep every %d turns\n",
 		o.Turns, o.Window, len(room), o.FactEvery, o.SleepEvery)
 	for _, m := range ms {
-		fmt.Fprintf(out, "  %-10s prompt tokens per tick mean %6d  p50 %6d  p95 %6d  (%5.1f%% of unbounded)  facts reachable %d/%d (%.1f%%)\n",
+		fmt.Fprintf(out, "  %-10s prompt tokens per tick mean %6d  p50 %6d  p95 %6d  (%5.1f%% of unbounded)  facts reachable %d/%d (%.1f%%)",
 			m.Strategy, m.Mean, m.P50, m.P95, m.Share*100, m.Reached, m.Facts, m.Recall*100)
+		if m.Compactions > 0 {
+			fmt.Fprintf(out, "  %d compactions, %d summarizer calls (%.1f per 1,000 ticks)", m.Compactions, m.SummarizerCalls, m.SummarizerPer1000)
+		}
+		fmt.Fprintln(out)
 	}
 	return nil
 }

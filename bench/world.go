@@ -23,6 +23,27 @@ type World struct {
 	// Sizes reads the sizes of the database and of its write-ahead log
 	// (0 when it has none), in bytes.
 	Sizes func(ctx context.Context) (db, wal int64, err error)
+	// TaskCalls reads how many model calls the world made for a task, as
+	// the daemon's npcd_llm_task_calls_total counts them; nil when the
+	// world does not count.
+	TaskCalls func(task llm.Task) int64
+}
+
+// SummarizerCalls is how many summarizer calls w made: one a compaction,
+// more when a summary is written in chunks or retried.
+func (w *World) SummarizerCalls() int64 {
+	if w.TaskCalls == nil {
+		return 0
+	}
+	return w.TaskCalls(llm.TaskSummarize)
+}
+
+// per1000 is n per 1,000 of ticks, to one decimal.
+func per1000(n int64, ticks int) float64 {
+	if ticks <= 0 {
+		return 0
+	}
+	return float64(int(float64(n)*10000/float64(ticks)+0.5)) / 10
 }
 
 // Options adjust a World's wiring.

@@ -42,7 +42,8 @@ func benchHarness() bench.Harness {
 						return n, 0, err
 					}
 					return n, walSize(cfg.DB), nil
-				}}
+				},
+				TaskCalls: a.metrics.TaskCalls}
 			// The daemon's upkeep runs as in npcd serve: the write-ahead
 			// log is checkpointed under the measured load too.
 			walCtx, stopWAL := context.WithCancel(context.Background())

@@ -6,10 +6,13 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -166,6 +169,17 @@ func TestBenchTokensJSON(t *testing.T) {
 	if npcd.Reached < npcd.Facts*9/10 {
 		t.Errorf("npcd reaches %d/%d planted facts", npcd.Reached, npcd.Facts)
 	}
+	// Every compaction (of a tick or of a sleep) calls the summarizer at
+	// least once; the baselines call nothing.
+	if npcd.Compactions == 0 || npcd.SummarizerCalls < int64(npcd.Compactions) {
+		t.Errorf("npcd %+v: want compactions, each with a summarizer call", npcd)
+	}
+	if want := float64(npcd.SummarizerCalls) * 1000 / float64(npcd.Ticks); math.Abs(npcd.SummarizerPer1000-want) > 0.05 {
+		t.Errorf("summarizer calls per 1,000 ticks = %v, want %.1f", npcd.SummarizerPer1000, want)
+	}
+	if unb.SummarizerCalls != 0 || trunc.SummarizerCalls != 0 || unb.Compactions != 0 || trunc.Compactions != 0 {
+		t.Errorf("the baselines compact nothing: %+v, %+v", unb, trunc)
+	}
 }
 
 // bench masking at a small window must run: the default reply budget does
@@ -197,6 +211,30 @@ func TestBenchMaskingCountsCompactionsOverTheTarget(t *testing.T) {
 	if m[1] == "0" || m[1] != m[2] {
 		t.Fatalf("%s compactions over the target, %s saying why; want some, each saying why:\n%s", m[1], m[2], out.String())
 	}
+	// Each run counts the summarizer calls of its own compactions, every
+	// one of which makes at least one.
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+		c := regexp.MustCompile(`^  masking (true |false): +(\d+) ticks.*compactions map\[emergency:(\d+)\].*summarizer calls (\d+) \(([\d.]+) per 1,000 ticks\)$`).FindStringSubmatch(line)
+		if c == nil {
+			t.Fatalf("no summarizer calls in %q", line)
+		}
+		ticks, comps, calls, per := atoi(t, c[2]), atoi(t, c[3]), atoi(t, c[4]), c[5]
+		if comps == 0 || calls < comps {
+			t.Errorf("%q: %d compactions, %d summarizer calls; want some, each with a call", line, comps, calls)
+		}
+		if want := fmt.Sprintf("%.1f", float64(calls)*1000/float64(ticks)); per != want {
+			t.Errorf("%q: %s per 1,000 ticks, want %s", line, per, want)
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // bench life reports ten tenths and a summary, in-process and through the

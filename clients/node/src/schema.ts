@@ -31,7 +31,8 @@ export interface paths {
         /**
          * Prometheus metrics
          * @description Prometheus text format: npcd_ticks_total{outcome}, npcd_tick_duration_seconds{outcome},
-         *     npcd_llm_calls_total{model,outcome}, npcd_llm_call_duration_seconds{model},
+         *     npcd_llm_calls_total{model,outcome}, npcd_llm_task_calls_total{task} (tick, summarize,
+         *     extract or reflect), npcd_llm_call_duration_seconds{model},
          *     npcd_llm_tokens_total{model,kind} (kind prompt, completion or summary),
          *     npcd_compactions_total{trigger}, npcd_context_utilization_ratio,
          *     npcd_http_request_duration_seconds{method,route,status},
