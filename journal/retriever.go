@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/npcd/npcd/internal/int8vec"
 	"math"
 	"runtime"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"gorm.io/gorm"
 
+	"github.com/npcd/npcd/internal/int8vec"
 	"github.com/npcd/npcd/internal/wordvec"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"

@@ -1,6 +1,6 @@
 // Package int8vec computes inner products of int8 vectors, the codes in
 // which the search indexes keep their vectors. On amd64 with AVX2 it uses
-// vector instructions, sixteen codes at a time; elsewhere, and for the
-// last codes of a vector, portable Go (also with the build tag purego). Both give the same sum: it is a sum
-// of integers.
+// vector instructions, sixteen codes at a time; elsewhere, with the build
+// tag purego, and for the last codes of a vector, portable Go. Both give
+// the same sum, exactly: it is a sum of integers.
 package int8vec
