@@ -1,7 +1,6 @@
 package api
 
 import (
-	"cmp"
 	"context"
 	"net/http"
 	"strconv"
@@ -182,7 +181,7 @@ func (m *Metrics) ModelCallFor(task llm.Task, model string, d time.Duration, u l
 		}
 	}
 	m.llmCalls.WithLabelValues(model, outcome).Inc()
-	m.llmTaskCalls.WithLabelValues(cmp.Or(string(task), string(llm.TaskTick))).Inc()
+	m.llmTaskCalls.WithLabelValues(string(task)).Inc()
 	m.llmDuration.WithLabelValues(model).Observe(d.Seconds())
 	completion := tokensCompletion
 	if task == llm.TaskSummarize {
