@@ -35,7 +35,10 @@ const keepNewBytes = 64 << 10
 // written (ids are never reused), so a kept result never goes stale. It
 // belongs to the NPC's index and is guarded by its lock; nil keeps nothing.
 type rowCache struct {
-	res   map[itemKey]keptResult
+	// res holds pointers: a search looks up some thirty kept results, and
+	// a map of the results themselves (some 200 bytes each) made every
+	// lookup copy one out and back.
+	res   map[itemKey]*keptResult
 	bytes int64
 	// limit bounds bytes; 0 stands for minRowBytes.
 	limit int64
@@ -57,12 +60,12 @@ func (c *rowCache) get(k itemKey) (Result, bool) {
 		return Result{}, false
 	}
 	e, ok := c.res[k]
-	if ok {
-		c.seq++
-		e.used = c.seq
-		c.res[k] = e
+	if !ok {
+		return Result{}, false
 	}
-	return e.res, ok
+	c.seq++
+	e.used = c.seq
+	return e.res, true
 }
 
 // dedupKeys returns dedupKeys(res) for res, the result of item k, from
@@ -82,7 +85,6 @@ func (c *rowCache) dedupKeys(k itemKey, res *Result) []string {
 			n += int64(len(key))
 		}
 		e.size += n
-		c.res[k] = e
 		if c.bytes += n; c.bytes > c.bound() {
 			c.shrink(c.bound() * 3 / 4)
 		}
@@ -100,14 +102,14 @@ func (c *rowCache) put(res Result) {
 		k.kind = kindJournal
 	}
 	if c.res == nil {
-		c.res = map[itemKey]keptResult{}
+		c.res = map[itemKey]*keptResult{}
 	}
 	if old, ok := c.res[k]; ok {
 		c.bytes -= old.size
 	}
 	c.seq++
 	size := resultBytes(&res)
-	c.res[k] = keptResult{res: res, size: size, used: c.seq}
+	c.res[k] = &keptResult{res: res, size: size, used: c.seq}
 	c.bytes += size
 	if c.bytes > c.bound() {
 		c.shrink(c.bound() * 3 / 4)
