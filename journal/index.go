@@ -136,6 +136,10 @@ type npcIndex struct {
 	// sums of integers, the same in any order.
 	qSparse sparse8
 	sparse  bool
+	// noVecPool is true while a search skips the vector scan
+	// (vectorPoolNeeded): x.scores is then stale, and vecAt computes each
+	// cosine.
+	noVecPool bool
 }
 
 func newIndex(npc string) *npcIndex {

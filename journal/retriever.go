@@ -719,6 +719,13 @@ func (x *npcIndex) scan(q []float32) {
 	})
 }
 
+// bounded reports whether the current search is bounded
+// (SearchOptions.Window) and the NPC holds more items than the bound: only
+// then does the bound change the search.
+func (x *npcIndex) bounded() bool {
+	return x.bound > 0 && len(x.items) > x.bound
+}
+
 // scanStart is the first position a scan covers: 0, or within a bounded
 // search (SearchOptions.Window) the first of the bound's most recent items.
 func (x *npcIndex) scanStart() int {
@@ -778,9 +785,10 @@ func (x *npcIndex) cosine(p int32) float32 {
 }
 
 // vecAt is item p's cosine with the query of the last scan, computed when
-// p lies before what the scan covered.
+// p lies before what the scan covered or the search did not scan
+// (noVecPool).
 func (x *npcIndex) vecAt(p int32) float32 {
-	if int(p) >= x.scanStart() {
+	if !x.noVecPool && int(p) >= x.scanStart() {
 		return x.scores[p]
 	}
 	return x.cosine(p)

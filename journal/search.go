@@ -114,13 +114,16 @@ type SearchOptions struct {
 	// ranks the keyword channel a second time.
 	NoFeedback bool
 	// Window, when positive, bounds a search's work by its query rather
-	// than by the NPC's whole life: the vector and semantic channels scan
-	// only the Window most recent items (an older item still ranks when a
-	// keyword hit, its neighbour or its replacement brings it), and a term
-	// held by more than Window items is read only in the Window most
-	// recent of them (such a term's IDF is low). With fewer items than
-	// Window, or rarer terms, the results are those of Search. It must
-	// not be negative.
+	// than by the NPC's whole life, once the NPC holds more than Window
+	// items: the vector and semantic channels scan only the Window most
+	// recent items (an older item still ranks when a keyword hit, its
+	// neighbour or its replacement brings it); a term held by more than
+	// Window items is read only in the Window most recent of them (such a
+	// term's IDF is low); each channel brings boundedPool candidates per
+	// result asked for, not the Retriever's pool; and with a lexical
+	// embedder the vector channel scans only for a query term the NPC's
+	// rows do not hold (vectorPoolNeeded). With fewer items the results
+	// are those of Search. It must not be negative.
 	Window int
 	// NoParts leaves Result.Parts nil, for a caller that reads only the
 	// results and their scores (the tick's working context).
@@ -157,7 +160,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	}
 	defer r.release(x)
 	x.bound = o.Window
-	defer func() { x.bound, x.qv, x.semQ = 0, nil, nil }()
+	defer func() { x.bound, x.qv, x.semQ, x.noVecPool = 0, nil, nil, false }()
 	qv, err := r.queryVector(ctx, x, query)
 	if errors.Is(err, ErrEmbedding) {
 		r.log.Warn().Err(err).Str("npc", npc).Msg("vector search skipped")
@@ -165,12 +168,20 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	} else if err != nil {
 		return nil, err
 	}
-	x.scan(qv)
+	if r.vectorPoolNeeded(x, terms) {
+		x.scan(qv)
+	} else {
+		x.query(qv)
+		x.noVecPool = true
+	}
 	if x.wv != nil {
 		x.scanSemantic(x.semQuery(terms))
 	}
 	now := r.now(x)
 	pool := max(r.cfg.pool, 4*k)
+	if x.bounded() {
+		pool = min(pool, boundedPool*k)
+	}
 	// The hits are read only during this search: their array is kept
 	// for the next one.
 	hits := x.keywordInto(x.rs.hits, terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
@@ -178,7 +189,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		x.rs.hits = hits[:0]
 	}
 	named := x.named(terms)
-	ranked := r.rank(x, qv != nil, x.wv != nil, hits, pool, now, named)
+	ranked := r.rank(x, qv != nil && !x.noVecPool, x.wv != nil, hits, pool, now, named)
 	if r.cfg.wFeedback > 0 && !o.NoFeedback {
 		more, err := r.feedbackTerms(ctx, x, ranked, terms)
 		if err != nil {
@@ -186,7 +197,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		}
 		if len(more) > 0 {
 			hits = addHits(hits, x.keyword(more, pool, 0, r.cfg.lengthNorm), r.cfg.wFeedback)
-			ranked = r.rank(x, qv != nil, x.wv != nil, hits, pool, now, named)
+			ranked = r.rank(x, qv != nil && !x.noVecPool, x.wv != nil, hits, pool, now, named)
 		}
 	}
 	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows, !o.NoParts)
@@ -207,6 +218,39 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		}
 	}
 	return results, nil
+}
+
+// boundedPool is how many candidates per result a bounded search
+// (SearchOptions.Window, past the bound) takes from each channel, where an unbounded one
+// takes the Retriever's pool (100). The best hundred of each channel are
+// for a search that must find the one old line; a hint of a few lines
+// needs the best few dozen.
+const boundedPool = 4
+
+// vectorPoolNeeded reports whether a search scans the vector channel for
+// a pool of candidates of its own, or only scores the candidates the other
+// channels bring (vecAt computes each one's cosine). A lexical embedder's
+// vectors hold the query's words, stems and character trigrams: what its
+// pool finds beyond the keyword channel are rows sharing a query word the
+// NPC's rows never hold as such, a typo or an unknown inflection
+// ("swordz" finds "sword"). So a bounded search (SearchOptions.Window,
+// past the bound), which wants a quick hint, scans for the pool only when the embedder
+// gives meaning (a model's embeddings) or a query term is missing from
+// the NPC's keyword index (or the keyword channel is off); an unbounded
+// one, the NPC's own memory_search, always does.
+func (r *Retriever) vectorPoolNeeded(x *npcIndex, terms []string) bool {
+	if !x.bounded() || r.cfg.wKw <= 0 {
+		return true
+	}
+	if _, lexical := r.embedder.(weightedEmbedder); !lexical {
+		return true
+	}
+	for _, t := range terms {
+		if len(x.post[termKey(t)]) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // window is how the search joins neighbouring perceived messages into one

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/npcd/npcd/llm"
 )
 
 // windowCorpus gives npc an old past that holds the facts, then a long
@@ -154,5 +156,117 @@ func TestSearchNoPartsKeepsResults(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// modelEmbedder hides the offline embedder's weighted vectors, so the
+// retriever takes it for a model's embeddings, which carry meaning.
+type modelEmbedder struct{ e *llm.OfflineEmbedder }
+
+func (m modelEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return m.e.Embed(ctx, texts)
+}
+
+// A bounded search with the lexical embedder scans the vector channel for
+// candidates of its own only when a query term is missing from the NPC's
+// keyword index: a typo still finds its word by shared trigrams. With every
+// term indexed, the keyword channel brings the candidates, and each is
+// scored on the same vector cosine as after a full scan. With a model's
+// embeddings the bounded search scans as the full one does.
+func TestBoundedSearchVectorPool(t *testing.T) {
+	texts := []string{
+		"Alice lost her sword at the forge.",
+		"The forge fire burns hot tonight.",
+		"Bob sells fresh bread at the market.",
+		"Swordz!",
+	}
+	find := func(rs []Result, ref string) *Result {
+		for i := range rs {
+			if slices.Contains(rs[i].Sources.EventRefs, ref) {
+				return &rs[i]
+			}
+		}
+		return nil
+	}
+	// Past the bound: four rows, a window of two. The rows the tests look
+	// for are the first, older than the window (found by keyword and
+	// scored by cosine), and the last, inside it.
+	bounded := SearchOptions{NoFeedback: true, Window: 2}
+	offline, err := llm.NewOfflineEmbedder(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		// pooled is whether the bounded search of a known word still
+		// finds the row sharing only its trigrams (a typo).
+		pooled bool
+	}{
+		{"lexical", plain(), false},
+		{"model", plain(WithEmbedder(modelEmbedder{offline}, "model-1")), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.npc(t, "npc", t0)
+			e.say(t, "npc", t0, texts, []string{"sword", "fire", "bread", "typo"})
+			r := e.retriever(t, tc.opts...)
+			full := search(t, r, "sword", 4, SearchOptions{NoFeedback: true})
+			if find(full, "sword") == nil || find(full, "typo") == nil {
+				t.Fatalf("the full search must find the sword by keyword and the typo by trigrams: %v", contents(full))
+			}
+			// A typo in the query is no indexed word: the bounded search
+			// scans and finds the row that shares its trigrams.
+			if typo := search(t, r, "swordy", 4, bounded); find(typo, "typo") == nil {
+				t.Fatalf("a bounded search for a typo missed the row it resembles: %v", contents(typo))
+			}
+			// Right after the typo's scan, the known word: the sword's
+			// vector part is its own cosine with "sword", not a score left
+			// by the scan before. (Its final score may differ: the session
+			// pass weighs the other candidates.)
+			got := search(t, r, "sword", 4, bounded)
+			want, have := find(full, "sword"), find(got, "sword")
+			if have == nil || have.Parts[PartVector] != want.Parts[PartVector] || have.Parts[PartRelevance] != want.Parts[PartRelevance] || want.Parts[PartVector] <= 0 {
+				t.Fatalf("bounded: %+v, full: %+v", have, want)
+			}
+			if pooled := find(got, "typo") != nil; pooled != tc.pooled {
+				t.Fatalf("bounded search found the typo: %v, want %v (results %v)", pooled, tc.pooled, contents(got))
+			}
+		})
+	}
+}
+
+// Past its bound, a search takes boundedPool candidates per result from
+// each channel: "road", held by every line, brings a hundred keyword
+// candidates to an unbounded search and 4k to a bounded one.
+func TestBoundedSearchPool(t *testing.T) {
+	e := newEnv(t)
+	windowCorpus(t, e)
+	r := e.retriever(t)
+	keywordCands := func(o SearchOptions) int {
+		t.Helper()
+		search(t, r, "road", 2, o)
+		x, err := r.acquire(context.Background(), "npc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.release(x)
+		n := 0
+		for _, c := range x.rs.sorted {
+			if c.parts.keyword > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	if n := keywordCands(SearchOptions{NoFeedback: true}); n != r.cfg.pool {
+		t.Fatalf("an unbounded search ranked %d keyword candidates, want the pool of %d", n, r.cfg.pool)
+	}
+	if n := keywordCands(SearchOptions{NoFeedback: true, Window: 150}); n != boundedPool*2 {
+		t.Fatalf("a bounded search ranked %d keyword candidates, want %d", n, boundedPool*2)
+	}
+	// Within its bound a search is unbounded.
+	if n := keywordCands(SearchOptions{NoFeedback: true, Window: 1000}); n != r.cfg.pool {
+		t.Fatalf("a search within its bound ranked %d keyword candidates, want the pool of %d", n, r.cfg.pool)
 	}
 }
