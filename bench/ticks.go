@@ -21,16 +21,23 @@ import (
 
 // TickOptions are what one run of Ticks measures.
 type TickOptions struct {
-	NPCs    []int         // NPC counts, one measurement each
-	Ticks   int           // ticks per measurement
-	History int           // tokens of archived life each NPC starts with
-	Others  int           // messages of other, never-ticked NPCs in the database
-	Latency time.Duration // the fake model's latency per call
-	Workers int           // ticks run at once
-	JSON    bool          // one JSON object per measurement
-	HTTP    bool          // through the daemon on a loopback port
-	DB      string        // a PostgreSQL URL to measure on; empty for a new SQLite file
-	CacheMB int           // bound of the memory search's index cache, MiB (NPCD_INDEX_CACHE_MB)
+	NPCs  []int // NPC counts, one measurement each
+	Ticks int   // ticks per measurement
+	// History lists the tokens of archived life each NPC starts with, one
+	// world (and measurement) each; nil is one world of young NPCs.
+	History []int
+	// Sittings repeats the measurements of each NPC count, the worlds of
+	// every History taking turns, each prepared once; with more than one
+	// History, the CPU per tick of each is compared with the first's,
+	// sitting by sitting (TickRatio). 0 counts as 1.
+	Sittings int
+	Others   int           // messages of other, never-ticked NPCs in the database
+	Latency  time.Duration // the fake model's latency per call
+	Workers  int           // ticks run at once
+	JSON     bool          // one JSON object per measurement
+	HTTP     bool          // through the daemon on a loopback port
+	DB       string        // a PostgreSQL URL to measure on; empty for a new SQLite file
+	CacheMB  int           // bound of the memory search's index cache, MiB (NPCD_INDEX_CACHE_MB)
 	// CPUProfile, when set, names a file for a CPU profile of the whole
 	// run, preparation included.
 	CPUProfile string
@@ -43,8 +50,12 @@ func (b TickOptions) Check() error {
 		return fmt.Errorf("--ticks must be at least 1")
 	case b.Workers < 1:
 		return fmt.Errorf("--workers must be at least 1")
-	case b.History < 0:
+	case slices.ContainsFunc(b.History, func(h int) bool { return h < 0 }):
 		return fmt.Errorf("--history must not be negative")
+	case b.Sittings < 0 || b.Sittings > 1000:
+		return fmt.Errorf("--sittings must be between 1 and 1000")
+	case b.HTTP && b.Sittings > 1:
+		return fmt.Errorf("--http runs the daemon as configured: it takes no --sittings")
 	case b.Others < 0:
 		return fmt.Errorf("--others must not be negative")
 	case b.Latency < 0:
@@ -57,7 +68,7 @@ func (b TickOptions) Check() error {
 		return fmt.Errorf("--db must be a PostgreSQL URL (postgres://…); without it the bench uses a new SQLite file")
 	case b.HTTP && b.DB != "":
 		return fmt.Errorf("--http runs the daemon as configured: it takes no --db")
-	case b.HTTP && (b.History > 0 || b.Latency > 0 || b.Others > 0):
+	case b.HTTP && (slices.ContainsFunc(b.History, func(h int) bool { return h > 0 }) || b.Latency > 0 || b.Others > 0):
 		return fmt.Errorf("--http runs the daemon as configured: it takes neither --history, --others nor --latency")
 	}
 	for _, n := range b.NPCs {
@@ -72,8 +83,10 @@ func (b TickOptions) Check() error {
 type TickMeasure struct {
 	// Mode is "in-process", "http-npc" (a request per NPC tick) or
 	// "http-batch" (POST /v1/tick with 100 NPCs a request).
-	Mode          string  `json:"mode"`
-	NPCs          int     `json:"npcs"`
+	Mode string `json:"mode"`
+	NPCs int    `json:"npcs"`
+	// Sitting numbers the measurement's sitting (--sittings), from 1.
+	Sitting       int     `json:"sitting"`
 	Ticks         int     `json:"ticks"`
 	HistoryTokens int     `json:"history_tokens"`
 	OtherMessages int     `json:"other_messages"`
@@ -151,57 +164,204 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 	if err := b.Check(); err != nil {
 		return err
 	}
+	histories := b.History
+	if len(histories) == 0 {
+		histories = []int{0}
+	}
+	sittings := max(1, b.Sittings)
+	// The mode column names the history and the sitting when there are
+	// several.
+	width := 10
+	if len(histories) > 1 || sittings > 1 {
+		width = 20
+	}
 	if !b.JSON {
 		dialect := "SQLite"
 		if b.DB != "" {
 			dialect = "PostgreSQL"
 		}
-		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), %s, %d ticks each, %d workers, %d tokens of archived history per NPC, %d messages of other NPCs\n",
-			b.Latency, dialect, b.Ticks, b.Workers, b.History, b.Others)
-		fmt.Fprintf(out, "  %-10s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
-			"mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
+		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), %s, %d ticks each, %d workers, %s tokens of archived history per NPC, %d messages of other NPCs\n",
+			b.Latency, dialect, b.Ticks, b.Workers, joinInts(histories, " or "), b.Others)
+		fmt.Fprintf(out, "  %-*s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
+			width, "mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
 	}
 	stopProfile, err := startCPUProfile(b.CPUProfile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	var runs []func() (*TickMeasure, error)
+	report := func(m *TickMeasure) error {
+		if b.JSON {
+			return json.NewEncoder(out).Encode(m)
+		}
+		label := m.Mode
+		if len(histories) > 1 {
+			label = fmt.Sprintf("%s %s", m.Mode, historyLabel(m.HistoryTokens))
+		}
+		if sittings > 1 {
+			label = fmt.Sprintf("%s #%d", label, m.Sitting)
+		}
+		fmt.Fprintf(out, "  %-*s %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %9.3f %10d %8d %6.0f MiB %5d\n",
+			width, label, m.NPCs, m.Ticks, m.TicksPerS, m.P50MS, m.P95MS, m.P99MS, m.ModelMS, m.CPUMSPerTick, m.AllocBytesPerTick,
+			m.AllocsPerTick, m.PeakRSSMiB, m.Compactions)
+		if m.IndexBuilds > 0 {
+			fmt.Fprintf(out, "  %-*s %d search indexes were built again during the ticks: the index cache (--index-cache-mb %d) is too small for these NPCs\n",
+				width, "", m.IndexBuilds, b.CacheMB)
+		}
+		return nil
+	}
 	for _, n := range b.NPCs {
 		if b.HTTP {
-			runs = append(runs, func() (*TickMeasure, error) { return benchHTTP(ctx, h, b, n, "npc") },
-				func() (*TickMeasure, error) { return benchHTTP(ctx, h, b, n, "batch") })
+			for _, mode := range []string{"npc", "batch"} {
+				m, err := benchHTTP(ctx, h, b, n, mode)
+				if err != nil {
+					return err
+				}
+				m.Sitting = 1
+				if err := report(m); err != nil {
+					return err
+				}
+			}
 			continue
 		}
-		runs = append(runs, func() (*TickMeasure, error) { return benchTicksOnce(ctx, progress, h, b, n) })
+		if err := benchTickWorlds(ctx, out, progress, h, b, n, histories, sittings, report); err != nil {
+			return err
+		}
 	}
-	for _, run := range runs {
-		m, err := run()
+	return nil
+}
+
+// TickRatio compares, for one NPC count, the CPU per tick of NPCs with a
+// long archived life with that of NPCs with the first --history, sitting
+// by sitting: the worlds tick in turn, round by round, in one process, so
+// a machine busier at one moment than another weighs on both sides of a
+// ratio.
+// --json prints it after the measurements it sums up.
+type TickRatio struct {
+	Compare              string  `json:"compare"` // "cpu_ms_per_tick"
+	NPCs                 int     `json:"npcs"`
+	HistoryTokens        int     `json:"history_tokens"`
+	AgainstHistoryTokens int     `json:"against_history_tokens"`
+	Sittings             int     `json:"sittings"`
+	Median               float64 `json:"ratio_median"`
+	Min                  float64 `json:"ratio_min"`
+	Max                  float64 `json:"ratio_max"`
+}
+
+// tickRatios returns, for each history after the first, its CPU per tick
+// over the first's: cpu[s][i] is sitting s's measurement of history i.
+func tickRatios(n int, histories []int, cpu [][]float64) []TickRatio {
+	var out []TickRatio
+	for i := 1; i < len(histories); i++ {
+		var rs []float64
+		for _, sit := range cpu {
+			if sit[0] > 0 {
+				rs = append(rs, sit[i]/sit[0])
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		slices.Sort(rs)
+		med := rs[len(rs)/2]
+		if len(rs)%2 == 0 {
+			med = (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
+		}
+		out = append(out, TickRatio{Compare: "cpu_ms_per_tick", NPCs: n, HistoryTokens: histories[i], AgainstHistoryTokens: histories[0],
+			Sittings: len(rs), Median: med, Min: rs[0], Max: rs[len(rs)-1]})
+	}
+	return out
+}
+
+// benchTickWorlds prepares a world of n NPCs for each history, then
+// measures them in turn, sittings times, and compares their CPU per tick.
+func benchTickWorlds(ctx context.Context, out, progress io.Writer, h Harness, b TickOptions, n int, histories []int, sittings int, report func(*TickMeasure) error) error {
+	worlds := make([]*tickWorld, 0, len(histories))
+	defer func() {
+		for _, w := range worlds {
+			w.done()
+		}
+	}()
+	for _, hist := range histories {
+		w, err := prepareTicks(ctx, progress, h, b, n, hist)
 		if err != nil {
 			return err
 		}
+		worlds = append(worlds, w)
+	}
+	// The worlds tick in turn round by round, each round measured on its
+	// own, so that whatever else the machine does in a sitting weighs on
+	// every world alike.
+	rounds := max(1, b.Ticks/n)
+	cpu := make([][]float64, sittings)
+	for s := range cpu {
+		runtime.GC()
+		accs := make([]tickAcc, len(worlds))
+		for range rounds {
+			for i, w := range worlds {
+				if err := w.measureRound(ctx, b.Workers, &accs[i]); err != nil {
+					return err
+				}
+			}
+		}
+		cpu[s] = make([]float64, len(worlds))
+		for i, w := range worlds {
+			m := w.measurement(b, &accs[i])
+			m.Sitting = s + 1
+			cpu[s][i] = m.CPUMSPerTick
+			if err := report(m); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range tickRatios(n, histories, cpu) {
 		if b.JSON {
-			if err := json.NewEncoder(out).Encode(m); err != nil {
+			if err := json.NewEncoder(out).Encode(r); err != nil {
 				return err
 			}
 			continue
 		}
-		fmt.Fprintf(out, "  %-10s %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %9.3f %10d %8d %6.0f MiB %5d\n",
-			m.Mode, m.NPCs, m.Ticks, m.TicksPerS, m.P50MS, m.P95MS, m.P99MS, m.ModelMS, m.CPUMSPerTick, m.AllocBytesPerTick,
-			m.AllocsPerTick, m.PeakRSSMiB, m.Compactions)
-		if m.IndexBuilds > 0 {
-			fmt.Fprintf(out, "  %-10s %d search indexes were built again during the ticks: the index cache (--index-cache-mb %d) is too small for these NPCs\n",
-				"", m.IndexBuilds, b.CacheMB)
-		}
+		fmt.Fprintf(out, "  %d NPCs: CPU per tick with %s tokens of history over %s: %.2f (median of %d sittings, %.2f–%.2f)\n",
+			n, historyLabel(r.HistoryTokens), historyLabel(r.AgainstHistoryTokens), r.Median, r.Sittings, r.Min, r.Max)
 	}
 	return nil
+}
+
+// historyLabel names a history size in the table: 1000 is "1k".
+func historyLabel(tokens int) string {
+	if tokens >= 1000 && tokens%1000 == 0 {
+		return fmt.Sprintf("%dk", tokens/1000)
+	}
+	return fmt.Sprint(tokens)
+}
+
+func joinInts(xs []int, sep string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, sep)
 }
 
 // benchModel is the model name bench NPCs use, so that the engine asks the
 // timed model in front of the builtin one.
 const benchModel = "bench-builtin"
 
-func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOptions, n int) (*TickMeasure, error) {
+// tickWorld is a prepared world of bench NPCs: a database, their archived
+// history, every search index built.
+type tickWorld struct {
+	a       *World
+	done    func()
+	ids     []string
+	history int
+	others  int
+	next    int // the next round's number, for the events' text
+}
+
+// prepareTicks opens a world of n NPCs with history tokens of archived
+// life each (and b.Others messages of other NPCs) and runs its warm-up
+// rounds (warmRounds), unmeasured.
+func prepareTicks(ctx context.Context, progress io.Writer, h Harness, b TickOptions, n, history int) (*tickWorld, error) {
 	a, done, err := h.Open(ctx, Options{
 		DB:           b.DB,
 		IndexCacheMB: b.CacheMB,
@@ -211,122 +371,168 @@ func benchTicksOnce(ctx context.Context, progress io.Writer, h Harness, b TickOp
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	// The setup and the warm-up round carry the profile label bench=setup,
-	// so that a CPU profile of the measured ticks alone is
-	// go tool pprof -tagignore bench=setup.
-	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("bench", "setup")))
-	defer pprof.SetGoroutineLabels(ctx)
-	others, err := fillOthers(ctx, progress, a, b.Others)
-	if err != nil {
+	w := &tickWorld{a: a, done: done, history: history}
+	if err := w.fill(ctx, progress, b, n); err != nil {
+		done()
 		return nil, err
 	}
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("npc-%d", i)
-		c := benchNPC(ids[i])
+	return w, nil
+}
+
+// fill writes the world's NPCs and their past and warms them up. It and
+// the warm-up rounds carry the profile label bench=setup, so that a CPU
+// profile of the measured ticks alone is go tool pprof -tagignore
+// bench=setup.
+func (w *tickWorld) fill(ctx context.Context, progress io.Writer, b TickOptions, n int) error {
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("bench", "setup")))
+	defer pprof.SetGoroutineLabels(ctx)
+	a := w.a
+	others, err := fillOthers(ctx, progress, a, b.Others)
+	if err != nil {
+		return err
+	}
+	w.others = others
+	w.ids = make([]string, n)
+	for i := range w.ids {
+		w.ids[i] = fmt.Sprintf("npc-%d", i)
+		c := benchNPC(w.ids[i])
 		c.Model = benchModel
 		if _, err := a.Engine.PutNPC(ctx, c); err != nil {
-			return nil, err
+			return err
 		}
-		if b.History > 0 {
-			if err := fillArchive(ctx, a, ids[i], b.History); err != nil {
-				return nil, err
+		if w.history > 0 {
+			if err := fillArchive(ctx, a, w.ids[i], w.history); err != nil {
+				return err
 			}
 			if progress != nil && (i+1)%100 == 0 {
 				fmt.Fprintf(progress, "\rhistory: %d/%d NPCs", i+1, n)
 			}
 		}
 	}
-	if progress != nil && b.History > 0 && n >= 100 {
+	if progress != nil && w.history > 0 && n >= 100 {
 		fmt.Fprintln(progress)
 	}
-	rounds := max(1, b.Ticks/n)
-	var overhead []time.Duration
-	var modelTotal time.Duration
-	var elapsed time.Duration
-	compactions := 0
-	var ms0, ms1 runtime.MemStats
-	var cpu0 time.Duration
-	var builds0 int64
-	// Round -1 warms up, unmeasured: the first search of an NPC loads its
-	// past into memory once, which a running daemon has long done.
-	for r := -1; r < rounds; r++ {
-		if r == 0 {
-			pprof.SetGoroutineLabels(ctx)
-			runtime.GC()
-			runtime.ReadMemStats(&ms0)
-			cpu0 = cpuTime()
-			builds0 = a.Retriever.CacheStats().Builds
-			overhead, modelTotal, elapsed, compactions = overhead[:0], 0, 0, 0
-		}
-		for _, id := range ids {
-			ev := tick.EventInput{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword, %s?", r, id)}
-			if _, _, err := a.Engine.PostEvents(ctx, id, []tick.EventInput{ev}); err != nil {
-				return nil, err
-			}
-		}
-		type one struct {
-			total, model time.Duration
-			res          *tick.Result
-			err          error
-		}
-		results := make([]one, len(ids))
-		work := make(chan int)
-		var wg sync.WaitGroup
-		start := time.Now()
-		for w := 0; w < min(b.Workers, len(ids)); w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range work {
-					var acc atomic.Int64
-					tctx := context.WithValue(ctx, modelTimeKey{}, &acc)
-					t0 := time.Now()
-					res, err := a.Engine.Tick(tctx, ids[i])
-					results[i] = one{total: time.Since(t0), model: time.Duration(acc.Load()), res: res, err: err}
-				}
-			}()
-		}
-		for i := range ids {
-			work <- i
-		}
-		close(work)
-		wg.Wait()
-		elapsed += time.Since(start)
-		for i, o := range results {
-			if o.err != nil {
-				return nil, fmt.Errorf("tick of %s: %w", ids[i], o.err)
-			}
-			overhead = append(overhead, o.total-o.model)
-			modelTotal += o.model
-			if o.res.Compaction != nil {
-				compactions++
-			}
+	for range warmRounds {
+		if _, _, err := w.round(ctx, b.Workers); err != nil {
+			return err
 		}
 	}
-	cpu := cpuTime() - cpu0
-	builds := a.Retriever.CacheStats().Builds - builds0
+	return nil
+}
+
+// warmRounds are the rounds of ticks a world runs before it is measured:
+// the first search of an NPC loads its past into memory, and the next few
+// fill its cache of the rows searches show, which a running daemon has
+// long done.
+const warmRounds = 5
+
+// tickOutcome is one tick of a round: its wall time, the part of it spent
+// in the model, and its result.
+type tickOutcome struct {
+	total, model time.Duration
+	res          *tick.Result
+}
+
+// round posts one event to every NPC of w, then ticks them all with
+// workers concurrent workers, and returns the ticks in NPC order and the
+// time the ticking took (the posting left out).
+func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time.Duration, error) {
+	r := w.next
+	w.next++
+	for _, id := range w.ids {
+		ev := tick.EventInput{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword, %s?", r, id)}
+		if _, _, err := w.a.Engine.PostEvents(ctx, id, []tick.EventInput{ev}); err != nil {
+			return nil, 0, err
+		}
+	}
+	start := time.Now()
+	results := make([]tickOutcome, len(w.ids))
+	errs := make([]error, len(w.ids))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(w.ids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				var acc atomic.Int64
+				tctx := context.WithValue(ctx, modelTimeKey{}, &acc)
+				t0 := time.Now()
+				res, err := w.a.Engine.Tick(tctx, w.ids[i])
+				results[i], errs[i] = tickOutcome{total: time.Since(t0), model: time.Duration(acc.Load()), res: res}, err
+			}
+		}()
+	}
+	for i := range w.ids {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	elapsed := time.Since(start)
+	for i, err := range errs {
+		if err != nil {
+			return nil, 0, fmt.Errorf("tick of %s: %w", w.ids[i], err)
+		}
+	}
+	return results, elapsed, nil
+}
+
+// tickAcc accumulates the measured rounds of one world.
+type tickAcc struct {
+	overhead            []time.Duration
+	model, elapsed, cpu time.Duration
+	compactions         int
+	alloc, mallocs      uint64
+	builds              int64
+}
+
+// measureRound runs one round of w's NPCs and adds it to acc.
+func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc) error {
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	cpu0 := cpuTime()
+	builds0 := w.a.Retriever.CacheStats().Builds
+	results, took, err := w.round(ctx, workers)
+	if err != nil {
+		return err
+	}
+	acc.cpu += cpuTime() - cpu0
+	acc.builds += w.a.Retriever.CacheStats().Builds - builds0
 	runtime.ReadMemStats(&ms1)
-	total := len(overhead)
-	slices.Sort(overhead)
+	acc.alloc += ms1.TotalAlloc - ms0.TotalAlloc
+	acc.mallocs += ms1.Mallocs - ms0.Mallocs
+	acc.elapsed += took
+	for _, o := range results {
+		acc.overhead = append(acc.overhead, o.total-o.model)
+		acc.model += o.model
+		if o.res.Compaction != nil {
+			acc.compactions++
+		}
+	}
+	return nil
+}
+
+// measurement sums up the rounds acc holds.
+func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
+	total := len(acc.overhead)
+	slices.Sort(acc.overhead)
 	pct := func(p float64) float64 {
-		return float64(overhead[min(total-1, int(p*float64(total)))].Microseconds()) / 1000
+		return float64(acc.overhead[min(total-1, int(p*float64(total)))].Microseconds()) / 1000
 	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return &TickMeasure{
-		Mode: "in-process", NPCs: n, Ticks: total, HistoryTokens: b.History, OtherMessages: others, LatencyMS: float64(b.Latency.Microseconds()) / 1000,
-		TicksPerS: float64(total) / elapsed.Seconds(),
+		Mode: "in-process", NPCs: len(w.ids), Ticks: total, HistoryTokens: w.history, OtherMessages: w.others, LatencyMS: float64(b.Latency.Microseconds()) / 1000,
+		TicksPerS: float64(total) / acc.elapsed.Seconds(),
 		P50MS:     pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
-		ModelMS:           float64(modelTotal.Microseconds()) / 1000 / float64(total),
-		CPUMSPerTick:      float64(cpu.Microseconds()) / 1000 / float64(total),
-		AllocBytesPerTick: int64(ms1.TotalAlloc-ms0.TotalAlloc) / int64(total),
-		AllocsPerTick:     int64(ms1.Mallocs-ms0.Mallocs) / int64(total),
+		ModelMS:           float64(acc.model.Microseconds()) / 1000 / float64(total),
+		CPUMSPerTick:      float64(acc.cpu.Microseconds()) / 1000 / float64(total),
+		AllocBytesPerTick: int64(acc.alloc) / int64(total),
+		AllocsPerTick:     int64(acc.mallocs) / int64(total),
 		PeakRSSMiB:        float64(ru.Maxrss) / 1024, // KiB on Linux
-		Compactions:       compactions,
-		IndexBuilds:       builds,
-	}, nil
+		Compactions:       acc.compactions,
+		IndexBuilds:       acc.builds,
+	}
 }
 
 // fillOthers writes messages of other NPCs, which the run never ticks, as

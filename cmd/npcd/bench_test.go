@@ -52,6 +52,43 @@ func TestBenchTicksJSON(t *testing.T) {
 	}
 }
 
+// Several --history sizes with --sittings: a world of each, measured in
+// turn every sitting, then the CPU ratio of each history to the first.
+func TestBenchTicksComparesHistories(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"bench", "ticks", "--npcs", "2", "--ticks", "4", "--history", "0,3000", "--sittings", "3", "--json"}
+	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+		t.Fatalf("bench ticks: %v\n%s", err, errb.String())
+	}
+	var order []string
+	var ratio *bench.TickRatio
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(`"compare"`)) {
+			ratio = new(bench.TickRatio)
+			if err := json.Unmarshal(sc.Bytes(), ratio); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		var m bench.TickMeasure
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not one JSON object a line: %v\n%s", err, out.String())
+		}
+		if m.Ticks != 4 || m.CPUMSPerTick <= 0 {
+			t.Errorf("measurement %+v: wrong counts or figures", m)
+		}
+		order = append(order, fmt.Sprintf("%d/%d", m.Sitting, m.HistoryTokens))
+	}
+	if want := "1/0 1/3000 2/0 2/3000 3/0 3/3000"; strings.Join(order, " ") != want {
+		t.Fatalf("measurements in the order %v, want the worlds in turn: %s", order, want)
+	}
+	if ratio == nil || ratio.NPCs != 2 || ratio.HistoryTokens != 3000 || ratio.AgainstHistoryTokens != 0 || ratio.Sittings != 3 ||
+		ratio.Min <= 0 || ratio.Min > ratio.Median || ratio.Median > ratio.Max {
+		t.Fatalf("ratio %+v", ratio)
+	}
+}
+
 // An index cache too small for the NPCs ticked in turn shows in the
 // measurement: their indexes are built again during the ticks, and the
 // table says the cache is too small.
