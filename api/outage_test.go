@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,15 +17,10 @@ import (
 // answer that cannot be used is 502. Nothing is consumed either way.
 func TestProviderOutagesAre503(t *testing.T) {
 	t.Parallel()
-	refused := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		return "http://" + addr + "/v1"
-	}
+	// Port 1 on loopback refuses: only root may listen there and nothing
+	// does. A port taken from a closed listener could be handed by then
+	// to a test server running in parallel, which answers.
+	refused := func() string { return "http://127.0.0.1:1/v1" }
 	serve := func(h http.HandlerFunc) string {
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
