@@ -249,13 +249,14 @@ type TickRatio struct {
 }
 
 // tickRatios returns, for each history after the first, its CPU per tick
-// over the first's: cpu[s][i] is sitting s's measurement of history i.
+// over the first's: cpu[s][i] is sitting s's measurement of history i. A
+// sitting with either side not measured (0) has no ratio.
 func tickRatios(n int, histories []int, cpu [][]float64) []TickRatio {
 	var out []TickRatio
 	for i := 1; i < len(histories); i++ {
 		var rs []float64
 		for _, sit := range cpu {
-			if sit[0] > 0 {
+			if sit[0] > 0 && sit[i] > 0 {
 				rs = append(rs, sit[i]/sit[0])
 			}
 		}
@@ -427,10 +428,11 @@ func (w *tickWorld) fill(ctx context.Context, progress io.Writer, b TickOptions,
 const warmRounds = 5
 
 // tickOutcome is one tick of a round: its wall time, the part of it spent
-// in the model, and its result.
+// in the model, and its result or error.
 type tickOutcome struct {
 	total, model time.Duration
 	res          *tick.Result
+	err          error
 }
 
 // round posts one event to every NPC of w, then ticks them all with
@@ -447,7 +449,6 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time
 	}
 	start := time.Now()
 	results := make([]tickOutcome, len(w.ids))
-	errs := make([]error, len(w.ids))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(workers, len(w.ids)) {
@@ -459,7 +460,7 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time
 				tctx := context.WithValue(ctx, modelTimeKey{}, &acc)
 				t0 := time.Now()
 				res, err := w.a.Engine.Tick(tctx, w.ids[i])
-				results[i], errs[i] = tickOutcome{total: time.Since(t0), model: time.Duration(acc.Load()), res: res}, err
+				results[i] = tickOutcome{total: time.Since(t0), model: time.Duration(acc.Load()), res: res, err: err}
 			}
 		}()
 	}
@@ -469,9 +470,9 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time
 	close(work)
 	wg.Wait()
 	elapsed := time.Since(start)
-	for i, err := range errs {
-		if err != nil {
-			return nil, 0, fmt.Errorf("tick of %s: %w", w.ids[i], err)
+	for i, o := range results {
+		if o.err != nil {
+			return nil, 0, fmt.Errorf("tick of %s: %w", w.ids[i], o.err)
 		}
 	}
 	return results, elapsed, nil

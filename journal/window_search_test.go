@@ -159,14 +159,6 @@ func TestSearchNoPartsKeepsResults(t *testing.T) {
 	}
 }
 
-// modelEmbedder hides the offline embedder's weighted vectors, so the
-// retriever takes it for a model's embeddings, which carry meaning.
-type modelEmbedder struct{ e *llm.OfflineEmbedder }
-
-func (m modelEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	return m.e.Embed(ctx, texts)
-}
-
 // A bounded search with the lexical embedder scans the vector channel for
 // candidates of its own only when a query term is missing from the NPC's
 // keyword index: a typo still finds its word by shared trigrams. With every
@@ -204,7 +196,9 @@ func TestBoundedSearchVectorPool(t *testing.T) {
 		pooled bool
 	}{
 		{"lexical", plain(), false},
-		{"model", plain(WithEmbedder(modelEmbedder{offline}, "model-1")), true},
+		// fakeEmbedder stands for a model's endpoint: it has no weighted
+		// vectors, so the retriever takes its vectors for meaning.
+		{"model", plain(WithEmbedder(&fakeEmbedder{emb: offline}, "model-1")), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
