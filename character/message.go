@@ -108,7 +108,7 @@ func MaskPlaceholder(id int64, tool string, tokens int) string {
 	if tool == "" {
 		tool = "tool"
 	}
-	return fmt.Sprintf("[observation masked: %s result, %d tokens, stored as message %d; call recall_archive with id %d to read it again]", tool, tokens, id, id)
+	return fmt.Sprintf("[observation masked: %s result, %d tokens; recall_archive with id %d reads it again]", tool, tokens, id)
 }
 
 // Offload sizes: how much of an oversized tool result is sent.

@@ -42,7 +42,7 @@ func TestMessagePromptAndFull(t *testing.T) {
 			name: "masked tool result",
 			m:    character.Message{ID: 7, Role: llm.RoleTool, ToolCallID: "c2", ToolName: "look", Content: "a forge", Tokens: 42, Masked: true},
 			wantPrompt: llm.Message{Role: llm.RoleTool, ToolCallID: "c2",
-				Content: "[observation masked: look result, 42 tokens, stored as message 7; call recall_archive with id 7 to read it again]"},
+				Content: "[observation masked: look result, 42 tokens; recall_archive with id 7 reads it again]"},
 		},
 		{
 			name:       "offloaded tool result",
@@ -94,7 +94,7 @@ func TestPromptTokens(t *testing.T) {
 
 func TestMaskPlaceholder(t *testing.T) {
 	got := character.MaskPlaceholder(12, "", 7)
-	for _, want := range []string{"tool result", "7 tokens", "message 12", "recall_archive with id 12"} {
+	for _, want := range []string{"tool result", "7 tokens", "recall_archive with id 12 reads it again"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("MaskPlaceholder(12, \"\", 7) = %q, want it to contain %q", got, want)
 		}

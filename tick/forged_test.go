@@ -109,11 +109,11 @@ func TestNamelessToolCallIsAnsweredToTheModel(t *testing.T) {
 	}
 	var answered bool
 	for i, m := range seen {
-		if m.Role == "assistant" && len(m.ToolCalls) == 1 && m.ToolCalls[0].ID == "call_x" {
+		if m.Role == "assistant" && len(m.ToolCalls) == 1 && m.ToolCalls[0].Function.Arguments == `{"text":"hi"}` {
 			if m.ToolCalls[0].Function.Name == "" {
 				t.Errorf("the nameless call is sent back with no name; providers refuse that")
 			}
-			answered = i+1 < len(seen) && seen[i+1].Role == "tool" && seen[i+1].ToolCallID == "call_x" &&
+			answered = i+1 < len(seen) && seen[i+1].Role == "tool" && seen[i+1].ToolCallID == m.ToolCalls[0].ID &&
 				strings.Contains(seen[i+1].Content, "names no tool") && strings.Contains(seen[i+1].Content, "say")
 		}
 	}

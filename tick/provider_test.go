@@ -291,8 +291,9 @@ func TestOverflowThatPersistsNeverLoops(t *testing.T) {
 	}
 }
 
-// A reply whose call ids repeat one of the history's, or each other, gets
-// ids of npcd's own, so every result still finds its call.
+// A reply's calls get ids of npcd's own, even when the model's repeat one
+// of the history's or each other, so every result still finds its call;
+// the game is given the same ids.
 func TestRepeatedCallIDsAreReplaced(t *testing.T) {
 	env, f := remoteEnv(t, 0) // its ticks answered with call_1, call_2, …
 	ctx := context.Background()
@@ -326,12 +327,41 @@ func TestRepeatedCallIDsAreReplaced(t *testing.T) {
 			last = m.ToolCalls.V
 		}
 	}
-	want := []string{fmt.Sprintf("call_%d_1_1", res.Tick), fmt.Sprintf("call_%d_1_2", res.Tick), "call_new", fmt.Sprintf("call_%d_1_4", res.Tick)}
-	var got []string
+	want := []string{CallID(res.Tick, 0), CallID(res.Tick, 1), CallID(res.Tick, 2), CallID(res.Tick, 3)}
+	var got, acted []string
 	for _, tc := range last {
 		got = append(got, tc.ID)
 	}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("the reply's call ids were stored as %q, want %q", got, want)
+	for _, a := range res.Actions {
+		acted = append(acted, a.CallID)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") || strings.Join(acted, " ") != strings.Join(want, " ") {
+		t.Fatalf("the reply's call ids were stored as %q and given to the game as %q, want %q", got, acted, want)
+	}
+}
+
+// npcd's call ids are nine letters and digits, unique per tick and call,
+// and longer (still unique) past what nine hold.
+func TestCallIDs(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tick := range []int64{1, 35, 36, 1295, 46656, 2176782335, 2176782336, 1 << 40} {
+		for _, seq := range []int{0, 1, 35, 36, 46655, 46656} {
+			id := CallID(tick, seq)
+			if seen[id] {
+				t.Fatalf("CallID(%d, %d) = %q, given twice", tick, seq, id)
+			}
+			seen[id] = true
+			for _, r := range id {
+				if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z') {
+					t.Fatalf("CallID(%d, %d) = %q: not letters and digits", tick, seq, id)
+				}
+			}
+			if short := tick < 2176782336 && seq < 46656; short != (len(id) == 9) {
+				t.Errorf("CallID(%d, %d) = %q: %d characters", tick, seq, id, len(id))
+			}
+		}
+	}
+	if got := CallID(41, 2); got != "000015002" {
+		t.Errorf("CallID(41, 2) = %q, want 000015002", got)
 	}
 }

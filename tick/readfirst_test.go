@@ -239,7 +239,7 @@ func TestReadFirstStepThatOutgrowsTheWindowCompacts(t *testing.T) {
 		switch {
 		case last.Role == "user" && strings.Contains(last.Content, "look around"):
 			step = "look"
-		case last.Role == "tool" && strings.HasPrefix(last.ToolCallID, "look_") && doNote:
+		case last.Role == "tool" && callName(req.Messages, last.ToolCallID) == "look" && doNote:
 			step = "note"
 		case last.Role == "tool":
 			step = "end"
@@ -316,4 +316,17 @@ func TestReadFirstStepThatOutgrowsTheWindowCompacts(t *testing.T) {
 		}
 	}
 	t.Fatal("no observation was read before compacting: the test proves nothing")
+}
+
+// callName returns the function name of the call with id in msgs, "" if
+// none has it.
+func callName(msgs []openai.ChatCompletionMessage, id string) string {
+	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			if tc.ID == id {
+				return tc.Function.Name
+			}
+		}
+	}
+	return ""
 }

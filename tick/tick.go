@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -401,6 +402,28 @@ func newestTurn(live []character.Message, turn int64) []character.Message {
 	return nil
 }
 
+// CallID is the id npcd gives the seq-th tool call (from 0) of an NPC's
+// tick: nine letters and digits, the tick in base 36 on six of them and
+// seq on three, the form the strictest providers require (a tick past
+// 36^6, or a call past the 46,656th of a tick, makes it longer, and still
+// unique).
+func CallID(tick int64, seq int) string {
+	var b [16]byte
+	out := b[:0]
+	out = appendPadded(out, tick, 6)
+	return string(appendPadded(out, int64(seq), 3))
+}
+
+// appendPadded appends n in base 36, left-padded with zeros to width.
+func appendPadded(b []byte, n int64, width int) []byte {
+	var d [13]byte
+	digits := strconv.AppendInt(d[:0], n, 36)
+	for i := len(digits); i < width; i++ {
+		b = append(b, '0')
+	}
+	return append(b, digits...)
+}
+
 // seenCalls is the call ids a turn's new calls must not repeat: those of
 // the live history as it stood before the turn, and those given out since.
 type seenCalls struct {
@@ -435,10 +458,14 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 	var calls []character.ToolCall
 	nameless := map[string]bool{}
 	for i, tc := range msg.ToolCalls {
-		id := tc.ID
-		// Models and servers sometimes repeat or omit call ids; results are
-		// matched by id, so each must be unique within the NPC's history.
-		if id == "" || len(id) > 100 || seen.has(id) {
+		// Every call gets npcd's own id, whatever the model gave: results
+		// are matched by id, so each must be unique within the NPC's
+		// history (models and servers sometimes repeat or omit theirs),
+		// and the id is sent twice in every later prompt, the call's and
+		// its result's, where a provider's own (some 30 characters) costs
+		// three times as many tokens.
+		id := CallID(ts.tick, len(seen.given))
+		if seen.has(id) {
 			id = fmt.Sprintf("call_%d_%d_%d", ts.tick, step, i+1)
 		}
 		seen.given = append(seen.given, id)
