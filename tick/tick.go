@@ -404,9 +404,9 @@ func newestTurn(live []character.Message, turn int64) []character.Message {
 
 // CallID is the id npcd gives the seq-th tool call (from 0) of an NPC's
 // tick: nine letters and digits, the tick in base 36 on six of them and
-// seq on three, the form the strictest providers require (a tick past
-// 36^6, or a call past the 46,656th of a tick, makes it longer, and still
-// unique).
+// seq on three, the one form Mistral's API and chat templates accept in a
+// history (a tick past 36^6, or a call past the 46,656th of a tick, makes
+// it longer, and still unique).
 func CallID(tick int64, seq int) string {
 	var b [16]byte
 	out := b[:0]
