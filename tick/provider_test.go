@@ -18,6 +18,7 @@ import (
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
+	"github.com/npcd/npcd/store"
 )
 
 // fakeProvider is an OpenAI-compatible server whose answers are computed by
@@ -363,5 +364,50 @@ func TestCallIDs(t *testing.T) {
 	}
 	if got := CallID(41, 2); got != "000015002" {
 		t.Errorf("CallID(41, 2) = %q, want 000015002", got)
+	}
+}
+
+// A history that already holds the id npcd would give a new call (a
+// model's of the same form, stored before npcd gave its own) makes npcd
+// take another of the same form, and results still find their calls.
+func TestCallIDTakenByTheHistory(t *testing.T) {
+	env, _ := remoteEnv(t, 0)
+	ctx := context.Background()
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := CallID(c.State.Tick+1, 0)
+	old := []*character.Message{
+		{Role: llm.RoleUser, Content: "[2026-11-21 10:00] alice says: \"Hello.\"", Turn: 1, Tick: 1},
+		{Role: llm.RoleAssistant, Turn: 1, Tick: 1, ToolCalls: store.NewJSON([]character.ToolCall{{ID: taken, Name: "say", Args: `{"text":"Hello."}`}})},
+		{Role: llm.RoleTool, ToolCallID: taken, ToolName: "say", Content: "ok", Turn: 1, Tick: 1},
+	}
+	if err := env.chars.AppendMessages(ctx, "brom", old, env.eng.Counter(c.Model), 8192); err != nil {
+		t.Fatal(err)
+	}
+	res := tickOnce(t, env, "Say it again.")
+	if len(res.Actions) == 0 {
+		t.Fatal("the tick made no call")
+	}
+	live, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, results := map[string]int{}, map[string]int{}
+	for _, m := range live {
+		for _, tc := range m.ToolCalls.V {
+			calls[tc.ID]++
+		}
+		if m.Role == llm.RoleTool {
+			results[m.ToolCallID]++
+		}
+	}
+	got := res.Actions[0].CallID
+	if got == taken || calls[got] != 1 || results[got] != 1 || calls[taken] != 1 {
+		t.Fatalf("new call id %q (history's %q): calls %v, results %v; want a new id, each call once with its result", got, taken, calls, results)
+	}
+	if len(got) != 9 {
+		t.Errorf("new call id %q: want nine letters and digits", got)
 	}
 }

@@ -380,7 +380,7 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 		ts.usage.LLMCalls++
 		ts.usage.PromptTokens += resp.Usage.PromptTokens
 		ts.usage.CompletionTokens += resp.Usage.CompletionTokens
-		more, err := e.handleReply(ctx, ts, set, resp.Message, step, &seen)
+		more, err := e.handleReply(ctx, ts, set, resp.Message, &seen)
 		if err != nil {
 			return err
 		}
@@ -413,6 +413,10 @@ func CallID(tick int64, seq int) string {
 	out = appendPadded(out, tick, 6)
 	return string(appendPadded(out, int64(seq), 3))
 }
+
+// callIDSpare spaces the numbers CallID is given when a history already
+// holds the natural one, past any tick's own calls.
+const callIDSpare = 4096
 
 // appendPadded appends n in base 36, left-padded with zeros to width.
 func appendPadded(b []byte, n int64, width int) []byte {
@@ -452,21 +456,24 @@ func (s *seenCalls) has(id string) bool {
 // read those results. A step of fire-and-forget game actions (say, emote)
 // ends the turn without a second call, and a call the game must answer
 // makes the turn wait for the game.
-func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set, msg llm.Message, step int, seen *seenCalls) (bool, error) {
+func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set, msg llm.Message, seen *seenCalls) (bool, error) {
 	content := truncate(strings.TrimSpace(msg.Content), e.cfg.MaxReplyBytes)
 	a := &character.Message{Role: llm.RoleAssistant, Content: content, Turn: ts.turn, Tick: ts.tick, GameTime: ts.gameTime}
 	var calls []character.ToolCall
 	nameless := map[string]bool{}
-	for i, tc := range msg.ToolCalls {
+	for _, tc := range msg.ToolCalls {
 		// Every call gets npcd's own id, whatever the model gave: results
 		// are matched by id, so each must be unique within the NPC's
 		// history (models and servers sometimes repeat or omit theirs),
 		// and the id is sent twice in every later prompt, the call's and
 		// its result's, where a provider's own (some 30 characters) costs
 		// three times as many tokens.
+		// A history written before npcd gave its own ids may hold one
+		// (a model's of the same form): the next free number past the
+		// tick's own is taken instead.
 		id := CallID(ts.tick, len(seen.given))
-		if seen.has(id) {
-			id = fmt.Sprintf("call_%d_%d_%d", ts.tick, step, i+1)
+		for k := 1; seen.has(id); k++ {
+			id = CallID(ts.tick, len(seen.given)+k*callIDSpare)
 		}
 		seen.given = append(seen.given, id)
 		args := tc.Arguments
