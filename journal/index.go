@@ -51,6 +51,14 @@ type npcIndex struct {
 	vecs     rowStore[int8]
 	vecScale []float32
 	vecTmp   []float32 // scratch for a vector on its way to codes (embedInPlace)
+	// vecFrom is the first position whose vector vecs holds: the vectors
+	// of older items are released once the index outgrows the cache's
+	// budget (trimVectors), and those items are found by their words.
+	// Memories keep theirs, in oldMems, for NearDuplicates and ranking.
+	vecFrom int
+	oldMems map[int32][]int8
+	// trimLogged is set once the Retriever said the index was trimmed.
+	trimLogged bool
 	// byID lists, for journal entries and messages, their items in id
 	// order (rows are appended with growing ids), so that position finds
 	// one by binary search; memPos finds memories, whose ids come in no
@@ -151,7 +159,58 @@ func (x *npcIndex) bytes() int64 {
 		int64(cap(x.items))*48 + int64(cap(x.byID[kindJournal])+cap(x.byID[kindMessage]))*4 + int64(len(x.memPos)+len(x.unordered))*40 + int64(cap(x.scores))*4 +
 		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
 		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
-		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24
+		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24 + int64(len(x.oldMems))*(int64(x.dims)+oldMemOverhead)
+}
+
+// oldMemOverhead is what oldMems costs per memory beside its codes: the
+// map entry and the slice header.
+const oldMemOverhead = 48
+
+// minVectorRows is how many of its newest items an index always holds the
+// vectors of, whatever its budget: more than a tick's bounded search scans
+// (tick.RecallWindow).
+const minVectorRows = 4096
+
+// vecRow returns item p's vector codes, nil when they were released.
+func (x *npcIndex) vecRow(p int) []int8 {
+	if p >= x.vecFrom {
+		return x.vecs.row(p)
+	}
+	return x.oldMems[int32(p)]
+}
+
+// trimVectors releases the vectors of the index's oldest items, a block of
+// the store at a time, while the index (of size bytes) holds more than
+// limit, down to three quarters of it, so that it does not trim again at
+// every new row. The vectors are the largest part of an index (256 bytes
+// of some 600 a row at 256 dimensions); the items keep their words,
+// postings and sentence vectors, so the keyword and semantic channels
+// still find them, and memories keep their vectors. The newest
+// minVectorRows items are never trimmed. It returns the bytes released.
+func (x *npcIndex) trimVectors(size, limit int64) int64 {
+	if limit <= 0 || size <= limit || x.dims == 0 {
+		return 0
+	}
+	goal := size - limit*3/4
+	keep := len(x.items) - minVectorRows
+	var freed int64
+	for b := x.vecFrom / blockRows; (b+1)*blockRows <= keep && freed < goal; b++ {
+		lo, hi := b*blockRows, (b+1)*blockRows
+		for p := lo; p < hi; p++ {
+			if x.items[p].kind == kindMemory {
+				if x.oldMems == nil {
+					x.oldMems = map[int32][]int8{}
+				}
+				x.oldMems[int32(p)] = slices.Clone(x.vecs.row(p))
+				freed -= int64(x.dims) + oldMemOverhead
+				continue // one still waiting for its vector gets it in oldMems
+			}
+			delete(x.pending, int32(p))
+		}
+		freed += x.vecs.release(b)
+		x.vecFrom = hi
+	}
+	return freed
 }
 
 // place records that item it is at position p, for position.
@@ -274,8 +333,16 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 	if len(v) != x.dims {
 		return fmt.Errorf("%w: vector of %d dimensions, the index holds %d", ErrEmbedding, len(v), x.dims)
 	}
-	x.vecScale[p] = quantize(x.vecs.row(int(p)), v)
 	delete(x.pending, p)
+	row := x.vecRow(int(p))
+	if row == nil {
+		if x.items[p].kind != kindMemory {
+			return nil // its vector was released (trimVectors)
+		}
+		row = make([]int8, x.dims)
+		x.oldMems[p] = row
+	}
+	x.vecScale[p] = quantize(row, v)
 	return nil
 }
 

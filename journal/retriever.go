@@ -539,6 +539,15 @@ func (r *Retriever) drop(id string, x *npcIndex) {
 // the least recently searched indexes other than x.
 func (r *Retriever) release(x *npcIndex) {
 	used, size := time.Now(), x.bytes()
+	if freed := x.trimVectors(size, r.cfg.cacheBytes); freed != 0 {
+		size = x.bytes()
+		if !x.trimLogged {
+			x.trimLogged = true
+			r.log.Info().Str("npc", x.npc).Int("items", len(x.items)).Int("vectors_released", x.vecFrom).Int64("index_bytes", size).
+				Int64("cache_limit_bytes", r.cfg.cacheBytes).
+				Msg("an NPC's search index outgrew the cache's budget: the vectors of its oldest rows are released, and those rows are found by their words (raise NPCD_INDEX_CACHE_MB to keep them)")
+		}
+	}
 	x.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -702,6 +711,17 @@ func (x *npcIndex) scan(q []float32) {
 	}
 	d, qs := x.dims, x.qcs
 	start := x.scanStart()
+	if from := min(x.vecFrom, n); start < from {
+		// Items whose vectors were released score 0 but memories, which
+		// keep theirs.
+		clear(x.scores[start:from])
+		for p := range x.oldMems {
+			if int(p) >= start {
+				x.scores[p] = x.cosine(p)
+			}
+		}
+		start = from
+	}
 	if x.sparse {
 		sq := &x.qSparse
 		parallel(n-start, (n-start)*len(sq.idx), func(lo, hi int) {
@@ -777,7 +797,10 @@ func (x *npcIndex) cosine(p int32) float32 {
 	if x.qcs == 0 {
 		return 0
 	}
-	row := x.vecs.row(int(p))
+	row := x.vecRow(int(p))
+	if row == nil {
+		return 0
+	}
 	if x.sparse {
 		return float32(x.qSparse.dot(row)) * x.vecScale[p] * x.qcs
 	}

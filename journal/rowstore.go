@@ -68,3 +68,12 @@ func (s *rowStore[T]) bytes() int64 {
 	}
 	return n
 }
+
+// release frees block b, whose rows the store no longer holds (row must not
+// be called for them), and returns the bytes it held.
+func (s *rowStore[T]) release(b int) int64 {
+	var zero T
+	n := int64(cap(s.blocks[b])) * int64(unsafe.Sizeof(zero))
+	s.blocks[b] = nil
+	return n
+}

@@ -1,0 +1,112 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/llm"
+)
+
+// An index that outgrows the cache's budget releases the vectors of its
+// oldest items: it shrinks, its oldest lines are still found by their
+// words, its newest keep every channel, and a memory keeps its vector, so
+// a near duplicate of it is still found and its vector still ranks it.
+func TestIndexTrimsOldVectors(t *testing.T) {
+	ctx := context.Background()
+	const n = 6000
+	say := func(e *testEnv, from int) []*character.Message {
+		msgs := make([]*character.Message, n)
+		for i := range msgs {
+			msgs[i] = &character.Message{Role: llm.RoleUser, Turn: int64(from + i + 1), GameTime: t0,
+				Content: fmt.Sprintf("Trader%d says: the caravan from the east carries %d barrels of salt.", from+i, from+i)}
+		}
+		if err := e.chars.AppendMessages(ctx, "brom", msgs, llm.NewCounter(""), 0); err != nil {
+			t.Fatal(err)
+		}
+		return msgs
+	}
+	// The budget: half of what an index of the whole life holds.
+	m := newEnv(t)
+	m.npc(t, "brom", t0)
+	say(m, 0)
+	say(m, n)
+	measure := m.retriever(t)
+	if _, err := measure.Search(ctx, "brom", "caravan", 3); err != nil {
+		t.Fatal(err)
+	}
+	budget := measure.CacheStats().Bytes / 2
+
+	// The index lives through the NPC's life: a memory comes after the
+	// first lines and more lines after it, so that it is among the oldest
+	// items when the index is trimmed.
+	e := newEnv(t)
+	e.npc(t, "brom", t0)
+	msgs := say(e, 0)
+	small := e.retriever(t, WithCacheBytes(budget))
+	if _, err := small.Search(ctx, "brom", "caravan", 3); err != nil {
+		t.Fatal(err)
+	}
+	sword := &Memory{Content: "Alice lost her silver sword at the forge.", GameTime: t0}
+	if _, err := e.jour.AddMemory(ctx, "brom", sword); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := small.Search(ctx, "brom", "sword", 3); err != nil {
+		t.Fatal(err)
+	}
+	msgs = append(msgs, say(e, n)...)
+	if _, err := small.Search(ctx, "brom", "caravan", 3); err != nil {
+		t.Fatal(err)
+	}
+	big := e.retriever(t)
+	if _, err := big.Search(ctx, "brom", "caravan", 3); err != nil {
+		t.Fatal(err)
+	}
+
+	x := small.npcs["brom"]
+	x.mu.Lock()
+	vecFrom, items, mem, dims := x.vecFrom, len(x.items), x.memPos[sword.ID], x.dims
+	x.mu.Unlock()
+	// Half the budget cannot be reached with the words of every line
+	// kept: every vector but the newest minVectorRows items' goes.
+	if want := (items - minVectorRows) / blockRows * blockRows; vecFrom != want {
+		t.Fatalf("vectors held from item %d of %d: want from %d, the newest %d kept, whole blocks released", vecFrom, items, want, minVectorRows)
+	}
+	if int(mem) >= vecFrom {
+		t.Fatalf("the memory is item %d, past the released %d: the test needs it among them", mem, vecFrom)
+	}
+	if got, full := small.CacheStats().Bytes, big.CacheStats().Bytes; got > full-int64(vecFrom*dims)*9/10 {
+		t.Errorf("the trimmed index holds %d bytes, the untrimmed %d: want about %d less", got, full, vecFrom*dims)
+	}
+	for _, q := range []struct {
+		query string
+		want  int64
+	}{{"Trader3", msgs[3].ID}, {"Trader11990", msgs[11990].ID}} {
+		for name, r := range map[string]*Retriever{"untrimmed": big, "trimmed": small} {
+			res, err := r.Search(ctx, "brom", q.query, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) == 0 || res[0].ID != q.want {
+				t.Errorf("%s index, %q: %+v, want message %d first", name, q.query, res, q.want)
+			}
+		}
+	}
+	for name, r := range map[string]*Retriever{"untrimmed": big, "trimmed": small} {
+		ms, err := r.NearDuplicates(ctx, "brom", "Alice lost her silver swords at the forge", 0.9, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) != 1 || ms[0].Memory.ID != sword.ID {
+			t.Errorf("%s index: near duplicates %+v, want the sword memory", name, ms)
+		}
+		res, err := r.Search(ctx, "brom", "silver sword forge", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) == 0 || res[0].Kind != "memory" || res[0].ID != sword.ID || res[0].Parts["vector"] <= 0 {
+			t.Errorf("%s index: %+v, want the sword memory first, with its vector's part", name, res)
+		}
+	}
+}
