@@ -57,8 +57,6 @@ type npcIndex struct {
 	// Memories keep theirs, in oldMems, for NearDuplicates and ranking.
 	vecFrom int
 	oldMems map[int32][]int8
-	// trimLogged is set once the Retriever said the index was trimmed.
-	trimLogged bool
 	// byID lists, for journal entries and messages, their items in id
 	// order (rows are appended with growing ids), so that position finds
 	// one by binary search; memPos finds memories, whose ids come in no
@@ -186,11 +184,13 @@ func (x *npcIndex) vecRow(p int) []int8 {
 // of some 600 a row at 256 dimensions); the items keep their words,
 // postings and sentence vectors, so the keyword and semantic channels
 // still find them, and memories keep their vectors. The newest
-// minVectorRows items are never trimmed. It returns the bytes released.
-func (x *npcIndex) trimVectors(size, limit int64) int64 {
+// minVectorRows items are never trimmed. It reports whether it released
+// any.
+func (x *npcIndex) trimVectors(size, limit int64) bool {
 	if limit <= 0 || size <= limit || x.dims == 0 {
-		return 0
+		return false
 	}
+	from := x.vecFrom
 	goal := size - limit*3/4
 	keep := len(x.items) - minVectorRows
 	var freed int64
@@ -210,7 +210,7 @@ func (x *npcIndex) trimVectors(size, limit int64) int64 {
 		freed += x.vecs.release(b)
 		x.vecFrom = hi
 	}
-	return freed
+	return x.vecFrom != from
 }
 
 // place records that item it is at position p, for position.

@@ -539,10 +539,9 @@ func (r *Retriever) drop(id string, x *npcIndex) {
 // the least recently searched indexes other than x.
 func (r *Retriever) release(x *npcIndex) {
 	used, size := time.Now(), x.bytes()
-	if freed := x.trimVectors(size, r.cfg.cacheBytes); freed != 0 {
+	if before := x.vecFrom; x.trimVectors(size, r.cfg.cacheBytes) {
 		size = x.bytes()
-		if !x.trimLogged {
-			x.trimLogged = true
+		if before == 0 { // said once per index: it never holds them again
 			r.log.Info().Str("npc", x.npc).Int("items", len(x.items)).Int("vectors_released", x.vecFrom).Int64("index_bytes", size).
 				Int64("cache_limit_bytes", r.cfg.cacheBytes).
 				Msg("an NPC's search index outgrew the cache's budget: the vectors of its oldest rows are released, and those rows are found by their words (raise NPCD_INDEX_CACHE_MB to keep them)")
@@ -711,16 +710,16 @@ func (x *npcIndex) scan(q []float32) {
 	}
 	d, qs := x.dims, x.qcs
 	start := x.scanStart()
-	if from := min(x.vecFrom, n); start < from {
+	if start < x.vecFrom {
 		// Items whose vectors were released score 0 but memories, which
 		// keep theirs.
-		clear(x.scores[start:from])
+		clear(x.scores[start:x.vecFrom])
 		for p := range x.oldMems {
 			if int(p) >= start {
 				x.scores[p] = x.cosine(p)
 			}
 		}
-		start = from
+		start = x.vecFrom
 	}
 	if x.sparse {
 		sq := &x.qSparse

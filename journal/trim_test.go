@@ -1,9 +1,13 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
@@ -44,7 +48,8 @@ func TestIndexTrimsOldVectors(t *testing.T) {
 	e := newEnv(t)
 	e.npc(t, "brom", t0)
 	msgs := say(e, 0)
-	small := e.retriever(t, WithCacheBytes(budget))
+	var logged bytes.Buffer
+	small := e.retriever(t, WithCacheBytes(budget), WithLogger(zerolog.New(&logged)))
 	if _, err := small.Search(ctx, "brom", "caravan", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +83,10 @@ func TestIndexTrimsOldVectors(t *testing.T) {
 	}
 	if got, full := small.CacheStats().Bytes, big.CacheStats().Bytes; got > full-int64(vecFrom*dims)*9/10 {
 		t.Errorf("the trimmed index holds %d bytes, the untrimmed %d: want about %d less", got, full, vecFrom*dims)
+	}
+	// Said once, though the index was trimmed after more than one search.
+	if n := strings.Count(logged.String(), "outgrew the cache's budget"); n != 1 {
+		t.Errorf("%d log lines of a trimmed index, want 1:\n%s", n, logged.String())
 	}
 	for _, q := range []struct {
 		query string

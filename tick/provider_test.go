@@ -328,7 +328,7 @@ func TestRepeatedCallIDsAreReplaced(t *testing.T) {
 			last = m.ToolCalls.V
 		}
 	}
-	want := []string{CallID(res.Tick, 0), CallID(res.Tick, 1), CallID(res.Tick, 2), CallID(res.Tick, 3)}
+	want := []string{callID(res.Tick, 0), callID(res.Tick, 1), callID(res.Tick, 2), callID(res.Tick, 3)}
 	var got, acted []string
 	for _, tc := range last {
 		got = append(got, tc.ID)
@@ -341,29 +341,29 @@ func TestRepeatedCallIDsAreReplaced(t *testing.T) {
 	}
 }
 
-// npcd's call ids are nine letters and digits, unique per tick and call,
-// and longer (still unique) past what nine hold.
+// npcd's call ids are nine letters and digits, unique per tick and call
+// within what nine hold, and longer past it (no two alike among these).
 func TestCallIDs(t *testing.T) {
 	seen := map[string]bool{}
 	for _, tick := range []int64{1, 35, 36, 1295, 46656, 2176782335, 2176782336, 1 << 40} {
 		for _, seq := range []int{0, 1, 35, 36, 46655, 46656} {
-			id := CallID(tick, seq)
+			id := callID(tick, seq)
 			if seen[id] {
-				t.Fatalf("CallID(%d, %d) = %q, given twice", tick, seq, id)
+				t.Fatalf("callID(%d, %d) = %q, given twice", tick, seq, id)
 			}
 			seen[id] = true
 			for _, r := range id {
 				if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z') {
-					t.Fatalf("CallID(%d, %d) = %q: not letters and digits", tick, seq, id)
+					t.Fatalf("callID(%d, %d) = %q: not letters and digits", tick, seq, id)
 				}
 			}
 			if short := tick < 2176782336 && seq < 46656; short != (len(id) == 9) {
-				t.Errorf("CallID(%d, %d) = %q: %d characters", tick, seq, id, len(id))
+				t.Errorf("callID(%d, %d) = %q: %d characters", tick, seq, id, len(id))
 			}
 		}
 	}
-	if got := CallID(41, 2); got != "000015002" {
-		t.Errorf("CallID(41, 2) = %q, want 000015002", got)
+	if got := callID(41, 2); got != "000015002" {
+		t.Errorf("callID(41, 2) = %q, want 000015002", got)
 	}
 }
 
@@ -377,7 +377,7 @@ func TestCallIDTakenByTheHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	taken := CallID(c.State.Tick+1, 0)
+	taken := callID(c.State.Tick+1, 0)
 	old := []*character.Message{
 		{Role: llm.RoleUser, Content: "[2026-11-21 10:00] alice says: \"Hello.\"", Turn: 1, Tick: 1},
 		{Role: llm.RoleAssistant, Turn: 1, Tick: 1, ToolCalls: store.NewJSON([]character.ToolCall{{ID: taken, Name: "say", Args: `{"text":"Hello."}`}})},

@@ -402,19 +402,20 @@ func newestTurn(live []character.Message, turn int64) []character.Message {
 	return nil
 }
 
-// CallID is the id npcd gives the seq-th tool call (from 0) of an NPC's
+// callID is the id npcd gives the seq-th tool call (from 0) of an NPC's
 // tick: nine letters and digits, the tick in base 36 on six of them and
 // seq on three, the one form Mistral's API and chat templates accept in a
-// history (a tick past 36^6, or a call past the 46,656th of a tick, makes
-// it longer, and still unique).
-func CallID(tick int64, seq int) string {
+// history. A tick past 36^6, or a call past the 46,656th of a tick, makes
+// it longer; two such ids can then be alike, which handleReply's check
+// against the live history and the tick's own ids (seenCalls) settles.
+func callID(tick int64, seq int) string {
 	var b [16]byte
 	out := b[:0]
 	out = appendPadded(out, tick, 6)
 	return string(appendPadded(out, int64(seq), 3))
 }
 
-// callIDSpare spaces the numbers CallID is given when a history already
+// callIDSpare spaces the numbers callID is given when a history already
 // holds the natural one, past any tick's own calls.
 const callIDSpare = 4096
 
@@ -468,12 +469,13 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 		// and the id is sent twice in every later prompt, the call's and
 		// its result's, where a provider's own (some 30 characters) costs
 		// three times as many tokens.
-		// A history written before npcd gave its own ids may hold one
-		// (a model's of the same form): the next free number past the
+		//
+		// A history written before npcd gave its own ids may hold the one
+		// due (a model's of the same form): the next free number past the
 		// tick's own is taken instead.
-		id := CallID(ts.tick, len(seen.given))
+		id := callID(ts.tick, len(seen.given))
 		for k := 1; seen.has(id); k++ {
-			id = CallID(ts.tick, len(seen.given)+k*callIDSpare)
+			id = callID(ts.tick, len(seen.given)+k*callIDSpare)
 		}
 		seen.given = append(seen.given, id)
 		args := tc.Arguments
