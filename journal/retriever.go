@@ -711,15 +711,7 @@ func (x *npcIndex) scan(q []float32) {
 	d, qs := x.dims, x.qcs
 	start := x.scanStart()
 	if start < x.vecFrom {
-		// Items whose vectors were released score 0 but memories, which
-		// keep theirs.
-		clear(x.scores[start:x.vecFrom])
-		for p := range x.oldMems {
-			if int(p) >= start {
-				x.scores[p] = x.cosine(p)
-			}
-		}
-		start = x.vecFrom
+		start = x.scanReleased(start)
 	}
 	if x.sparse {
 		sq := &x.qSparse
@@ -736,6 +728,19 @@ func (x *npcIndex) scan(q []float32) {
 			x.scores[i] = float32(dot8(qc, x.vecs.row(i))) * x.vecScale[i] * qs
 		}
 	})
+}
+
+// scanReleased scores the items from start whose vectors were released
+// (trimVectors), and returns where the vectors held begin: 0 for all but
+// memories, which keep theirs.
+func (x *npcIndex) scanReleased(start int) int {
+	clear(x.scores[start:x.vecFrom])
+	for p := range x.oldMems {
+		if int(p) >= start {
+			x.scores[p] = x.cosine(p)
+		}
+	}
+	return x.vecFrom
 }
 
 // bounded reports whether the current search is bounded
