@@ -38,11 +38,12 @@ type triggerStyle struct {
 }
 
 var triggerStyles = map[string]triggerStyle{
-	sleep.TriggerEmergency: {'E', color.RGBA{0xd6, 0x27, 0x28, 0xff}},
-	sleep.TriggerSleep:     {'S', color.RGBA{0x1f, 0x77, 0xb4, 0xff}},
-	sleep.TriggerManual:    {'M', color.RGBA{0x2c, 0xa0, 0x2c, 0xff}},
-	sleep.TriggerOverflow:  {'O', color.RGBA{0x94, 0x67, 0xbd, 0xff}},
-	sleep.TriggerClear:     {'C', color.RGBA{0x7f, 0x7f, 0x7f, 0xff}},
+	sleep.TriggerEmergency:  {'E', color.RGBA{0xd6, 0x27, 0x28, 0xff}},
+	sleep.TriggerSleep:      {'S', color.RGBA{0x1f, 0x77, 0xb4, 0xff}},
+	sleep.TriggerBackground: {'B', color.RGBA{0xff, 0x7f, 0x0e, 0xff}},
+	sleep.TriggerManual:     {'M', color.RGBA{0x2c, 0xa0, 0x2c, 0xff}},
+	sleep.TriggerOverflow:   {'O', color.RGBA{0x94, 0x67, 0xbd, 0xff}},
+	sleep.TriggerClear:      {'C', color.RGBA{0x7f, 0x7f, 0x7f, 0xff}},
 }
 
 func styleOf(trigger string) triggerStyle {

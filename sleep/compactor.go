@@ -223,6 +223,12 @@ func (c *Compactor) Commit(ctx context.Context, ch *character.Character, p *Plan
 	return rec, err
 }
 
+// CommitState is Commit that also returns the NPC as the compaction left
+// it: for a tick that goes on with it.
+func (c *Compactor) CommitState(ctx context.Context, ch *character.Character, p *Plan, s Summary) (*Record, *character.Character, error) {
+	return c.commit(ctx, ch, p, s)
+}
+
 // SleepMark is the sleep mark a compaction run by a sleep sets in its own
 // transaction: Latest, the newest message id the sleep looked at, or the
 // summary the compaction writes when no other message came after Latest;

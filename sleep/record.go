@@ -13,11 +13,15 @@ const (
 	TriggerManual    = "manual"
 	TriggerOverflow  = "overflow"
 	TriggerClear     = "clear"
+	// TriggerBackground is a compaction the tick engine ran beside an
+	// NPC's ticks, after one left its context close to the emergency
+	// threshold.
+	TriggerBackground = "background"
 )
 
 // Triggers lists every compaction trigger, the commonest first: the order
 // reports and charts show them in.
-var Triggers = []string{TriggerEmergency, TriggerSleep, TriggerManual, TriggerOverflow, TriggerClear}
+var Triggers = []string{TriggerEmergency, TriggerBackground, TriggerSleep, TriggerManual, TriggerOverflow, TriggerClear}
 
 // Summarizers: who wrote a compaction's summary.
 const (

@@ -50,19 +50,40 @@ func (e *Engine) maskRead(ctx context.Context, ts *turnState, pending int) error
 	return nil
 }
 
+// readEnd is the index of the last assistant message in live, 0 when there
+// is none: the tool results before it are those the model has read.
+func readEnd(live []character.Message) int {
+	for i := len(live) - 1; i >= 0; i-- {
+		if live[i].Role == llm.RoleAssistant {
+			return i
+		}
+	}
+	return 0
+}
+
+// readExcess is what the unmasked tool results in live that the model has
+// read (those readResults returns) cost beyond their placeholders: what
+// maskRead saves at the next tick past the mask mark. It is 0 with masking
+// off.
+func readExcess(c *character.Character, live []character.Message) int {
+	if !c.Masking.On() {
+		return 0
+	}
+	n := 0
+	for i := range readEnd(live) {
+		if maskableResult(&live[i], c.Masking.Exempt) {
+			n += live[i].ViewTokens - live[i].MaskTokens
+		}
+	}
+	return n
+}
+
 // readResults returns the ids of the unmasked tool results in live that the
 // model has read — an assistant message comes after them — whose
 // placeholder is smaller, of tools not exempt.
 func readResults(live []character.Message, exempt func(string) bool) []int64 {
-	read := 0
-	for i := len(live) - 1; i >= 0; i-- {
-		if live[i].Role == llm.RoleAssistant {
-			read = i
-			break
-		}
-	}
 	var ids []int64
-	for i := 0; i < read; i++ {
+	for i := range readEnd(live) {
 		if maskableResult(&live[i], exempt) {
 			ids = append(ids, live[i].ID)
 		}

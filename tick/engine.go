@@ -62,6 +62,12 @@ type Config struct {
 	// DefaultHistoryCacheBytes. Least recently ticked NPCs are read from
 	// the database again when it is exceeded.
 	HistoryCacheBytes int64
+	// BackgroundCompaction compacts an NPC's context beside its ticks once
+	// a tick leaves it past the sleep threshold and close to the emergency
+	// threshold, so that the next tick need not compact before it calls
+	// the model (see compactBeside). Off, every compaction a tick needs
+	// runs inside it; the daemon turns it on.
+	BackgroundCompaction bool
 }
 
 func (c *Config) applyDefaults() {
@@ -211,10 +217,19 @@ type Engine struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup
+	// compacting holds, by NPC id, the background compaction running for
+	// it (a *besideRun); bg is the context background work runs in, which
+	// Close ends.
+	compacting sync.Map
+	bg         context.Context
+	stopBG     context.CancelFunc
 
 	// afterIntake, when set (by tests), runs in PostEvents between the
 	// read of the NPC and the transaction that stores its events.
 	afterIntake func()
+	// handingOver, when set (by tests), runs when a tick begins to wait
+	// for the summary of a background compaction it takes over.
+	handingOver func()
 }
 
 type cachedSet struct {
@@ -255,22 +270,26 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 		}
 		deps.Sleeper = r
 	}
+	bg, stopBG := context.WithCancel(context.Background())
 	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
 		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB),
-		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}}, nil
+		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, bg: bg, stopBG: stopBG}, nil
 }
 
 // Config returns the engine's configuration with defaults applied.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Close refuses new work, stops the auto-tick timers and waits for
-// in-flight ticks (auto-ticks included) to finish or ctx to end. Input an
-// auto-tick did not answer stays pending (ResumeAutoTicks at the next start).
+// Close refuses new work, stops the auto-tick timers, cancels background
+// compactions (one cancelled before its commit changes nothing) and waits
+// for in-flight ticks (auto-ticks included) to finish or ctx to end. Input
+// an auto-tick did not answer stays pending (ResumeAutoTicks at the next
+// start).
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	e.closed = true
 	e.mu.Unlock()
 	e.stopAutoTicks()
+	e.stopBG()
 	done := make(chan struct{})
 	go func() { e.inflight.Wait(); e.auto.wg.Wait(); close(done) }()
 	select {

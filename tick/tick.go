@@ -185,8 +185,16 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	if err := e.runModel(ctx, ts, set, working); err != nil {
 		return nil, err
 	}
-	if _, err := e.commit(ctx, ts, counter); err != nil {
+	// Measured before the commit, which extends the held history in place.
+	before := ts.c.ContextTokens() - readExcess(ts.c, ts.live)
+	after, err := e.commit(ctx, ts, counter)
+	if err != nil {
 		return nil, err
+	}
+	if ts.comp == nil && after != nil {
+		if live, ok := e.history.get(c.ID, after.State.HistoryRev); ok {
+			e.compactBeside(after, live, before)
+		}
 	}
 	return ts.res, nil
 }
@@ -282,7 +290,20 @@ func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) e
 		ts.readFirst = read
 		return err
 	}
-	rec, after, err := e.compact(ctx, ts.c, sleep.TriggerEmergency)
+	// A compaction begun beside the ticks is finished here rather than
+	// summarized again.
+	rec, after, waited, handled, err := e.handOver(ctx, ts.c)
+	ts.modelTime += waited
+	if err != nil {
+		return fmt.Errorf("emergency compaction: %w", err)
+	}
+	if handled {
+		ts.c, ts.comp = after, rec
+		if !ts.c.OverEmergency(ts.c.ContextTokens() + pending) {
+			return nil
+		}
+	}
+	rec, after, err = e.compact(ctx, ts.c, sleep.TriggerEmergency)
 	if err != nil {
 		return fmt.Errorf("emergency compaction: %w", err)
 	}

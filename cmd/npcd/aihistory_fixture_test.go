@@ -65,6 +65,9 @@ func produceRun(tb testing.TB, dir string, o runOptions) *recordedRun {
 	ctx := context.Background()
 	cfg := defaultConfig()
 	cfg.DB = filepath.Join(dir, "npcd.db")
+	// The run records the live history after every tick: its compactions
+	// run inside the ticks, at a known point, not beside them.
+	cfg.BackgroundCompaction = false
 	a, err := openApp(ctx, cfg, zerolog.Nop(), appOptions{})
 	if err != nil {
 		tb.Fatal(err)

@@ -184,7 +184,8 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	if err != nil {
 		return err
 	}
-	tcfg := tick.Config{DefaultModel: cfg.Model, MaxConcurrentCalls: cfg.MaxConcurrentCalls, TickTimeout: cfg.TickTimeout}
+	tcfg := tick.Config{DefaultModel: cfg.Model, MaxConcurrentCalls: cfg.MaxConcurrentCalls, TickTimeout: cfg.TickTimeout,
+		BackgroundCompaction: cfg.BackgroundCompaction}
 	if opt.tickConfig != nil {
 		opt.tickConfig(&tcfg)
 	}

@@ -82,6 +82,10 @@ type Config struct {
 	// LeaseWait bounds how long a request waits for an NPC another daemon
 	// holds before it answers 409 npc_busy (NPCD_LEASE_WAIT); default 2s.
 	LeaseWait time.Duration
+	// BackgroundCompaction compacts an NPC's context beside its ticks when
+	// a tick leaves it close to the emergency threshold, instead of inside
+	// the next tick (NPCD_BACKGROUND_COMPACTION); default true.
+	BackgroundCompaction bool
 }
 
 // DefaultOutcomeRetention is how long tick answers are kept by default.
@@ -94,7 +98,7 @@ func defaultConfig() Config {
 		LLMTimeout: 60 * time.Second, MaxConcurrentCalls: 8, TickTimeout: 2 * time.Minute,
 		MaxBodyBytes: 1 << 20, SleepCron: "0 3 * * *", SleepTimezone: "UTC", ShutdownTimeout: 30 * time.Second,
 		LogLevel: "info", LogFormat: "json", IndexCacheMB: 128, WALCheckpoint: time.Minute, OutcomeRetention: DefaultOutcomeRetention,
-		LeaseTTL: lease.DefaultTTL, LeaseWait: lease.DefaultWait,
+		LeaseTTL: lease.DefaultTTL, LeaseWait: lease.DefaultWait, BackgroundCompaction: true,
 	}
 }
 
@@ -151,14 +155,10 @@ var envVars = []envVar{
 		c.IndexCacheMB = n
 		return nil
 	}},
-	{"NPCD_INSECURE_NO_AUTH", "insecure-no-auth", "1: serve without NPCD_API_TOKEN on a non-loopback address (the network is trusted)", func(c *Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%q is not 1, 0, true or false", v)
-		}
-		c.InsecureNoAuth = b
-		return nil
-	}},
+	{"NPCD_BACKGROUND_COMPACTION", "", "0: a compaction a tick needs runs inside it; 1 (default): it runs beside the ticks once one leaves the context close to the emergency threshold",
+		setBool(func(c *Config) *bool { return &c.BackgroundCompaction })},
+	{"NPCD_INSECURE_NO_AUTH", "insecure-no-auth", "1: serve without NPCD_API_TOKEN on a non-loopback address (the network is trusted)",
+		setBool(func(c *Config) *bool { return &c.InsecureNoAuth })},
 	{"NPCD_WAL_CHECKPOINT", "", "how often SQLite's write-ahead log is checkpointed and truncated", setDur(func(c *Config) *time.Duration { return &c.WALCheckpoint })},
 	{"NPCD_OUTCOME_RETENTION", "", "how long tick answers are kept for idempotency-key retries, GET of a tick and the action feed (0: forever)", setDur(func(c *Config) *time.Duration { return &c.OutcomeRetention })},
 	{"NPCD_LEASE_TTL", "", "how long an NPC's lease outlives a daemon that died (daemons sharing a database)", setDur(func(c *Config) *time.Duration { return &c.LeaseTTL })},
@@ -167,6 +167,17 @@ var envVars = []envVar{
 
 func setStr(field func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func setBool(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%q is not 1, 0, true or false", v)
+		}
+		*field(c) = b
+		return nil
+	}
 }
 
 func setDur(field func(*Config) *time.Duration) func(*Config, string) error {

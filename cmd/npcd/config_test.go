@@ -1,7 +1,12 @@
 package main
 
 import (
+	"context"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/npcd/npcd/store"
 )
@@ -21,5 +26,43 @@ func TestPostgresURLPicksTheDriver(t *testing.T) {
 		if c.DBDriver != want {
 			t.Errorf("%s: driver %s, want %s", dsn, c.DBDriver, want)
 		}
+	}
+}
+
+// Background compaction is on by default; NPCD_BACKGROUND_COMPACTION turns
+// it off, and the engine the daemon wires follows it. A value that is no
+// boolean is refused, naming the variable.
+func TestBackgroundCompactionSetting(t *testing.T) {
+	for v, want := range map[string]bool{"": true, "0": false, "false": false, "1": true} {
+		cfg, err := configFromEnv(func(k string) string {
+			if k == "NPCD_BACKGROUND_COMPACTION" {
+				return v
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatalf("NPCD_BACKGROUND_COMPACTION=%q: %v", v, err)
+		}
+		if cfg.BackgroundCompaction != want {
+			t.Errorf("NPCD_BACKGROUND_COMPACTION=%q: %v, want %v", v, cfg.BackgroundCompaction, want)
+		}
+		cfg.DB = filepath.Join(t.TempDir(), "npcd.db")
+		a, err := openApp(context.Background(), cfg, zerolog.Nop(), appOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.engine.Config().BackgroundCompaction; got != want {
+			t.Errorf("NPCD_BACKGROUND_COMPACTION=%q: the engine has it %v, want %v", v, got, want)
+		}
+		a.close(context.Background())
+	}
+	_, err := configFromEnv(func(k string) string {
+		if k == "NPCD_BACKGROUND_COMPACTION" {
+			return "sometimes"
+		}
+		return ""
+	})
+	if err == nil || !strings.Contains(err.Error(), "NPCD_BACKGROUND_COMPACTION") {
+		t.Fatalf("NPCD_BACKGROUND_COMPACTION=sometimes: %v, want an error naming the variable", err)
 	}
 }

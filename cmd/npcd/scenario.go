@@ -63,6 +63,9 @@ func scenarioOpener(getenv func(string) string) scenarios.Opener {
 			}
 		}
 		cfg.DB = path
+		// A scenario replays the same way every run: the compactions its
+		// ticks need run inside them, at a known tick.
+		cfg.BackgroundCompaction = false
 		opt := appOptions{clock: gc.Clock(), slept: gc.Slept}
 		if model == scenarios.ModelScripted {
 			opt.remote = scenarios.NewScripted(sc.Script, llm.NewBuiltin())

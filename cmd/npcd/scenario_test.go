@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/npcd/npcd/scenarios"
+	"github.com/npcd/npcd/tick"
 )
 
 // TestExampleScenariosPass runs every example scenario the way
@@ -247,5 +248,28 @@ steps:
 				t.Errorf("failures: %v, error %q", rep.Failures, rep.Error)
 			}
 		})
+	}
+}
+
+// A scenario replays the same way every run: the compactions its ticks need
+// run inside them, never beside them at a moment the run does not fix, even
+// though the daemon compacts beside the ticks by default.
+func TestScenariosCompactInsideTheTicks(t *testing.T) {
+	sc := &scenarios.Scenario{Model: scenarios.ModelBuiltin, Start: scenarios.DefaultStart()}
+	env, done, err := scenarioOpener(os.Getenv)(context.Background(), sc, scenarios.ModelBuiltin,
+		filepath.Join(t.TempDir(), "scenario.db"), scenarios.NewGameClock(scenarios.DefaultStart(), "brom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	eng, ok := env.Engine.(*tick.Engine)
+	if !ok {
+		t.Fatalf("the scenario's engine is a %T", env.Engine)
+	}
+	if eng.Config().BackgroundCompaction {
+		t.Fatal("a scenario's engine compacts beside the ticks")
+	}
+	if !defaultConfig().BackgroundCompaction {
+		t.Fatal("the daemon's default no longer compacts beside the ticks: this test checks nothing")
 	}
 }

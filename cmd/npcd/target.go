@@ -80,6 +80,9 @@ func (t *target) local(ctx context.Context, getenv func(string) string) (*app, e
 		return nil, err
 	}
 	cfg.DB = t.db
+	// One command, then the database is closed: a compaction started
+	// beside it would only be cancelled.
+	cfg.BackgroundCompaction = false
 	if cfg.DBDriver == store.DriverSQLite {
 		if err := existingDB(cfg.DB); err != nil {
 			return nil, err

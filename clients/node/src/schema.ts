@@ -1117,8 +1117,11 @@ export interface components {
             /** Format: int64 */
             id: number;
             npc: string;
-            /** @enum {string} */
-            trigger: "sleep" | "emergency" | "manual" | "overflow";
+            /**
+             * @description background is a compaction run beside the NPC's ticks after one left its context close to the emergency threshold (NPCD_BACKGROUND_COMPACTION)
+             * @enum {string}
+             */
+            trigger: "sleep" | "emergency" | "manual" | "overflow" | "background";
             /** @description context tokens before */
             tokens_before: number;
             /** @description context tokens after */
@@ -1373,7 +1376,7 @@ export interface components {
             utilization: number;
             /**
              * Format: int64
-             * @description an emergency or overflow compaction that ran inside the tick
+             * @description a compaction that ran inside the tick: an emergency or overflow compaction, or one begun beside the ticks that the tick waited for and committed
              */
             compaction_id?: number | null;
         };
@@ -1381,7 +1384,7 @@ export interface components {
             /** Format: int64 */
             id: number;
             /** @enum {string} */
-            trigger: "sleep" | "emergency" | "manual" | "overflow" | "clear";
+            trigger: "sleep" | "emergency" | "manual" | "overflow" | "clear" | "background";
             /**
              * Format: int64
              * @description the compaction ran after this tick committed and before the next tick's model call

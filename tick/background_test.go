@@ -1,0 +1,321 @@
+package tick
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/sleep"
+)
+
+func TestNearEmergency(t *testing.T) {
+	c := brom()
+	c.ContextWindow = 1000
+	c.ApplyDefaults() // sleep 0.70, emergency 0.80
+	for _, tc := range []struct {
+		used, grew int
+		want       bool
+	}{
+		{750, 60, true},   // the next tick like this one reaches 800
+		{750, 40, false},  // it would not
+		{650, 200, false}, // below the sleep threshold: a sleep's to compact
+		{790, 0, false},   // a tick that added nothing foresees nothing
+		{790, -30, false}, // nor one that masked more than it added
+		{700, 100, true},  // from the sleep threshold on
+	} {
+		if got := nearEmergency(c, tc.used, tc.grew); got != tc.want {
+			t.Errorf("nearEmergency(used %d, grew %d) = %v, want %v", tc.used, tc.grew, got, tc.want)
+		}
+	}
+}
+
+func TestReadExcessCountsOnlyWhatTheModelRead(t *testing.T) {
+	c := brom()
+	c.ApplyDefaults()
+	result := func(id int64, view, mask int) character.Message {
+		return character.Message{ID: id, Role: llm.RoleTool, ToolName: "look", ViewTokens: view, MaskTokens: mask}
+	}
+	live := []character.Message{
+		{Role: llm.RoleUser},
+		{Role: llm.RoleAssistant},
+		result(3, 500, 20), // read: an assistant message follows
+		{Role: llm.RoleAssistant},
+		{Role: llm.RoleUser},
+		{Role: llm.RoleAssistant},
+		result(7, 300, 20), // not read yet
+	}
+	if got := readExcess(c, live); got != 480 {
+		t.Fatalf("readExcess = %d, want 480 (the read result's view less its placeholder)", got)
+	}
+	off := false
+	c.Masking.Enabled = &off
+	if got := readExcess(c, live); got != 0 {
+		t.Fatalf("readExcess with masking off = %d, want 0: nothing will mask them", got)
+	}
+}
+
+// records returns brom's compactions, oldest first.
+func records(t *testing.T, env *testEnv) []sleep.Record {
+	t.Helper()
+	recs, err := env.eng.deps.Compactor.(*sleep.Compactor).Records(context.Background(), "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// checkStored checks brom's stored history after compactions: every row
+// live or archived by a compaction, running totals equal to a recount, and
+// the live history a prompt a provider accepts (every call with its result).
+func checkStored(t *testing.T, env *testEnv) {
+	t.Helper()
+	ctx := context.Background()
+	all, err := env.chars.History(ctx, "brom", character.HistoryQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all {
+		if m.State != character.StateLive && m.CompactionID == nil {
+			t.Fatalf("message %d is %s without a compaction", m.ID, m.State)
+		}
+	}
+	live, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompt []llm.Message
+	for i := range live {
+		prompt = append(prompt, live[i].Prompt())
+	}
+	if err := checkPairs(prompt); err != nil {
+		t.Fatal(err)
+	}
+	totals, err := env.chars.Recount(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if totals.LiveTokens != c.State.LiveTokens || totals.LiveMessages != c.State.LiveMessages || totals.SummaryTokens != c.State.SummaryTokens {
+		t.Fatalf("running totals drifted: state %+v, recount %+v", c.State, totals)
+	}
+}
+
+// With background compaction on, a conversation that fills brom's context
+// again and again is compacted beside its ticks: no tick compacts (none
+// waits for a summary), each compaction ends at its target, and nothing is
+// lost. With it off, the same conversation makes the ticks compact.
+func TestBackgroundCompactionSparesTheTicks(t *testing.T) {
+	run := func(background bool) (inTick int, recs []sleep.Record, env *testEnv) {
+		env = newEnv(t)
+		env.eng.cfg.BackgroundCompaction = background
+		ctx := context.Background()
+		c := brom()
+		c.ContextWindow = 2048
+		c.MaxOutputTokens = 204
+		if _, err := env.eng.PutNPC(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 60; i++ {
+			res := tickOnce(t, env, fmt.Sprintf("Round %d: the north road is busy today, and the miller's cart lost a wheel again.", i))
+			if res.Compaction != nil {
+				inTick++
+			}
+			// The next tick of a game comes seconds later: the compaction
+			// begun beside this one has ended by then.
+			<-env.eng.Compacting("brom")
+		}
+		return inTick, records(t, env), env
+	}
+	inTick, recs, env := run(true)
+	if inTick != 0 {
+		t.Errorf("%d ticks compacted with background compaction on, want none", inTick)
+	}
+	if len(recs) < 2 {
+		t.Fatalf("%d compactions in 60 ticks at a 2,048-token window, want several", len(recs))
+	}
+	c, err := env.chars.Get(context.Background(), "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Trigger != sleep.TriggerBackground {
+			t.Errorf("compaction %d: trigger %q, want %q", r.ID, r.Trigger, sleep.TriggerBackground)
+		}
+		if r.TokensAfter > sleep.TargetTokens(c) {
+			t.Errorf("compaction %d ended at %d tokens, over its target %d", r.ID, r.TokensAfter, sleep.TargetTokens(c))
+		}
+	}
+	checkStored(t, env)
+
+	offInTick, offRecs, _ := run(false)
+	if offInTick == 0 || offInTick != len(offRecs) {
+		t.Fatalf("background compaction off: %d ticks compacted, %d compactions; want every compaction inside a tick", offInTick, len(offRecs))
+	}
+}
+
+// slowSummaries is an engine with background compaction on whose NPC brom
+// uses a remote model; once armed, each summary is asked for (started) and
+// then held until release is closed (at the latest when the test ends). It
+// starts from a compacted context, so that the ticks that follow stay below
+// the emergency threshold until a compaction begins beside them.
+type slowSummaries struct {
+	env     *testEnv
+	f       *fakeProvider
+	armed   atomic.Bool
+	started chan struct{}
+	release chan struct{}
+}
+
+func newSlowSummaries(t *testing.T) *slowSummaries {
+	t.Helper()
+	s := &slowSummaries{f: newFakeProvider(t), started: make(chan struct{}, 1), release: make(chan struct{})}
+	s.f.set(func(kind string, n int, req openai.ChatCompletionRequest) (int, string, time.Duration) {
+		if kind == "summary" && s.armed.Load() {
+			select {
+			case s.started <- struct{}{}:
+			default:
+			}
+			<-s.release
+		}
+		return chatty(kind, n, req)
+	})
+	t.Cleanup(func() {
+		select {
+		case <-s.release:
+		default:
+			close(s.release)
+		}
+	})
+	s.env, _ = remoteEnvFrom(t, s.f, 30*time.Second)
+	s.env.eng.cfg.BackgroundCompaction = true
+	if _, err := s.env.eng.Compact(context.Background(), "brom", ""); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A tick that needs the compaction while the one begun beside the ticks is
+// still writing its summary waits for that summary and commits it: the span
+// is summarized once, and the tick reports the compaction.
+func TestTickFinishesTheBackgroundCompaction(t *testing.T) {
+	s := newSlowSummaries(t)
+	env, f, release := s.env, s.f, s.release
+	ctx := context.Background()
+	before := len(records(t, env))
+	s.armed.Store(true)
+	summaries := f.count("summary")
+	// Tick until one leaves the context close enough to the emergency
+	// threshold for a compaction to begin beside the ticks.
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("no compaction began beside the ticks")
+		}
+		if res := tickOnce(t, env, fmt.Sprintf("Tale %d: the north road is long and the wolves are hungry this winter.", i)); res.Compaction != nil {
+			t.Fatalf("tick %d compacted before any compaction began beside the ticks", res.Tick)
+		}
+		if waitSummaryBegun(t, env, s.started) {
+			break
+		}
+	}
+	// The next tick like the last reaches the emergency threshold: it must
+	// compact, and the background compaction is writing its summary.
+	waiting := make(chan struct{})
+	env.eng.handingOver = func() { close(waiting) }
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := func() (*Result, error) {
+			if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: "One more tale: the north road is long and the wolves are hungry this winter."}}); err != nil {
+				return nil, err
+			}
+			return env.eng.Tick(ctx, "brom")
+		}()
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case <-waiting:
+	case res := <-done:
+		t.Fatalf("the tick ended (%+v) without waiting for the summary being written", res)
+	}
+	close(release)
+	res := <-done
+	<-env.eng.Compacting("brom")
+	if res == nil || res.Compaction == nil || res.Compaction.Trigger != sleep.TriggerBackground {
+		t.Fatalf("the tick reported compaction %+v, want the one begun beside the ticks, finished by the tick", res)
+	}
+	if n := f.count("summary") - summaries; n != 1 {
+		t.Fatalf("%d summaries written, want 1: the tick must finish the background compaction, not summarize again", n)
+	}
+	if recs := records(t, env); len(recs)-before != 1 {
+		t.Fatalf("%d compactions stored, want 1", len(recs)-before)
+	}
+	checkStored(t, env)
+}
+
+// waitSummaryBegun reports whether the last tick began a compaction beside
+// the ticks, waiting, when it did, until its summary is asked for (started).
+func waitSummaryBegun(t *testing.T, env *testEnv, started <-chan struct{}) bool {
+	t.Helper()
+	if _, ok := env.eng.compacting.Load("brom"); !ok {
+		return false
+	}
+	select {
+	case <-started:
+		return true
+	case <-time.After(10 * time.Second):
+		t.Fatal("a compaction began beside the ticks but never asked for its summary")
+		return false
+	}
+}
+
+// Close cancels a background compaction still writing its summary; it
+// commits nothing, and the history is as the ticks left it.
+func TestCloseCancelsABackgroundCompaction(t *testing.T) {
+	s := newSlowSummaries(t)
+	env := s.env
+	ctx := context.Background()
+	before := len(records(t, env))
+	s.armed.Store(true)
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("no compaction began beside the ticks")
+		}
+		tickOnce(t, env, fmt.Sprintf("Tale %d: the north road is long and the wolves are hungry this winter.", i))
+		if waitSummaryBegun(t, env, s.started) {
+			break
+		}
+	}
+	live, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The summarizer would answer only when the test ends (or its client
+	// gives up, after 5s): Close must cancel the call, not wait for it.
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := env.eng.Close(cctx); err != nil {
+		t.Fatalf("close with a background compaction writing its summary: %v", err)
+	}
+	if n := len(records(t, env)) - before; n != 0 {
+		t.Fatalf("%d compactions stored after the close, want none", n)
+	}
+	after, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(live) {
+		t.Fatalf("%d live messages after the close, want the %d the ticks left", len(after), len(live))
+	}
+	checkStored(t, env)
+}
