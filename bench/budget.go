@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -123,6 +124,15 @@ func Plan(ctx context.Context, out io.Writer, h Harness, messages int) error {
 	return nil
 }
 
+// warnings reads the warnings NPC id's state gives now.
+func warnings(ctx context.Context, a *World, id string) ([]string, error) {
+	c, err := a.Chars.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return tick.Warnings(c), nil
+}
+
 // Masking runs the same long conversation with tool observations twice,
 // masking on and off, and reports the prompt tokens per tick.
 func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, window, obsBytes int) error {
@@ -154,7 +164,7 @@ func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, win
 		// compaction target, told the number of those whose tick warned
 		// why.
 		target := sleep.TargetTokens(c)
-		var over, told int
+		var over, told, seen int
 		for i := 0; i < turns; i++ {
 			text := fmt.Sprintf("Turn %d: the north road is busy today.", i)
 			if i%3 == 0 {
@@ -173,22 +183,34 @@ func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, win
 				if res.Idle {
 					break
 				}
+				// A game ticks an NPC again seconds later, time enough for
+				// a compaction started beside the ticks to end first.
+				<-a.Engine.Compacting("brom")
 				ticksRun++
 				prompt += res.Usage.PromptTokens
 				calls += res.Usage.LLMCalls
 				perTick = append(perTick, res.Usage.PromptTokens)
-				if res.Compaction != nil {
-					compactions[res.Compaction.Trigger]++
-					if res.Compaction.TokensAfter > target {
+				// The compactions since the last tick: inside this one, or
+				// beside it; the NPC's warnings say why one ended over
+				// its target.
+				recs, err := a.Compactions(ctx)
+				if err != nil {
+					done()
+					return err
+				}
+				for _, r := range recs[seen:] {
+					compactions[r.Trigger]++
+					if r.TokensAfter > target {
 						over++
-						for _, w := range res.Warnings {
-							if strings.Contains(w, sleep.OverTarget) {
-								told++
-								break
-							}
+						if ws, err := warnings(ctx, a, "brom"); err != nil {
+							done()
+							return err
+						} else if slices.ContainsFunc(ws, func(w string) bool { return strings.Contains(w, sleep.OverTarget) }) {
+							told++
 						}
 					}
 				}
+				seen = len(recs)
 				if len(res.Awaiting) == 0 {
 					break
 				}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,28 @@ func Command(stdout, stderr io.Writer, h Harness) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure npcd in-process on a temporary database (builtin model)",
+	}
+	// Every measurement compacts beside the ticks, as the daemon does,
+	// unless told otherwise.
+	background := true
+	cmd.PersistentFlags().BoolVar(&background, "background-compaction", true,
+		"compact beside the ticks once one leaves the context close to the emergency threshold, as the daemon does (NPCD_BACKGROUND_COMPACTION); false: every compaction a tick needs runs inside it")
+	open, serve := h.Open, h.Serve
+	h.Open = func(ctx context.Context, opt Options) (*World, func(), error) {
+		adjust := opt.TickConfig
+		opt.TickConfig = func(c *tick.Config) {
+			if adjust != nil {
+				adjust(c)
+			}
+			c.BackgroundCompaction = background
+		}
+		return open(ctx, opt)
+	}
+	if serve != nil {
+		h.Serve = func(ctx context.Context, opt ServeOptions) (string, func(), error) {
+			opt.Foreground = !background
+			return serve(ctx, opt)
+		}
 	}
 	var tb TickOptions
 	ticks := &cobra.Command{

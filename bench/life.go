@@ -73,15 +73,18 @@ type LifeTenth struct {
 	PromptTokensPerTick float64 `json:"prompt_tokens_per_tick"`
 	// EmergencyCompactions are the compactions the ticks ran (past the
 	// emergency threshold, or to recover from an overflow).
-	EmergencyCompactions int     `json:"emergency_compactions"`
-	Sleeps               int     `json:"sleeps"`
-	SleepCompactions     int     `json:"sleep_compactions"`
-	SleepMS              float64 `json:"sleep_ms"` // mean wall time of a sleep
-	LiveMessages         int     `json:"live_messages"`
-	ArchivedMessages     int     `json:"archived_messages"`
-	HeapInuseMiB         float64 `json:"heap_inuse_mib"`
-	RSSMiB               float64 `json:"rss_mib"`
-	IndexCacheMiB        float64 `json:"index_cache_mib"`
+	EmergencyCompactions int `json:"emergency_compactions"`
+	// BackgroundCompactions are those run beside the ticks (one left the
+	// context close to the emergency threshold).
+	BackgroundCompactions int     `json:"background_compactions"`
+	Sleeps                int     `json:"sleeps"`
+	SleepCompactions      int     `json:"sleep_compactions"`
+	SleepMS               float64 `json:"sleep_ms"` // mean wall time of a sleep
+	LiveMessages          int     `json:"live_messages"`
+	ArchivedMessages      int     `json:"archived_messages"`
+	HeapInuseMiB          float64 `json:"heap_inuse_mib"`
+	RSSMiB                float64 `json:"rss_mib"`
+	IndexCacheMiB         float64 `json:"index_cache_mib"`
 }
 
 // LifeSummary closes a life's report (kind "summary").
@@ -321,10 +324,10 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 		npc = engineNPC{w: w}
 	}
 	if !o.JSON {
-		fmt.Fprintf(out, "one innkeeper's life (%s, builtin model): %d events over %d game days, a sleep each night, window %d, observations of %d bytes, index cache %d MiB (e-cmp, s-cmp: compactions of the ticks, of the sleeps)\n",
+		fmt.Fprintf(out, "one innkeeper's life (%s, builtin model): %d events over %d game days, a sleep each night, window %d, observations of %d bytes, index cache %d MiB (e-cmp, b-cmp, s-cmp: compactions of the ticks, beside them, of the sleeps)\n",
 			mode, o.Events, o.Nights, o.Window, o.ObsBytes, o.CacheMB)
-		fmt.Fprintf(out, "  %5s %7s %4s %7s %8s %7s %7s %8s %8s %5s %6s %5s %8s %6s %8s %8s %8s %9s\n",
-			"tenth", "events", "day", "ticks", "ticks/s", "p50 ms", "p99 ms", "cpu ms/t", "prompt/t", "e-cmp", "sleeps", "s-cmp", "sleep ms",
+		fmt.Fprintf(out, "  %5s %7s %4s %7s %8s %7s %7s %8s %8s %5s %5s %6s %5s %8s %6s %8s %8s %8s %9s\n",
+			"tenth", "events", "day", "ticks", "ticks/s", "p50 ms", "p99 ms", "cpu ms/t", "prompt/t", "e-cmp", "b-cmp", "sleeps", "s-cmp", "sleep ms",
 			"live", "archived", "heap MiB", "RSS MiB", "cache MiB")
 	}
 	room := observation(lifeRoom, o.ObsBytes)
@@ -371,8 +374,8 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 			}
 		} else {
 			t := cur
-			fmt.Fprintf(out, "  %5d %7d %4d %7d %8.0f %7.2f %7.2f %8.3f %8.0f %5d %6d %5d %8.1f %6d %8d %8.1f %8.1f %9.1f\n",
-				t.Tenth, t.Events, t.Day, t.Ticks, t.TicksPerS, t.P50MS, t.P99MS, t.CPUMSPerTick, t.PromptTokensPerTick, t.EmergencyCompactions,
+			fmt.Fprintf(out, "  %5d %7d %4d %7d %8.0f %7.2f %7.2f %8.3f %8.0f %5d %5d %6d %5d %8.1f %6d %8d %8.1f %8.1f %9.1f\n",
+				t.Tenth, t.Events, t.Day, t.Ticks, t.TicksPerS, t.P50MS, t.P99MS, t.CPUMSPerTick, t.PromptTokensPerTick, t.EmergencyCompactions, t.BackgroundCompactions,
 				t.Sleeps, t.SleepCompactions, t.SleepMS, t.LiveMessages, t.ArchivedMessages, t.HeapInuseMiB, t.RSSMiB, t.IndexCacheMiB)
 		}
 		tenths = append(tenths, cur)
@@ -382,6 +385,9 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 	}
 
 	ticks, sleeps, lastDay := 0, 0, 0
+	// compactions is the NPC's count of compactions as last seen, once
+	// known.
+	compactions, known := 0, false
 	for day := 0; day < o.Nights; day++ {
 		lo, hi := day*o.Events/o.Nights, (day+1)*o.Events/o.Nights
 		dayStart := lifeStart.AddDate(0, 0, day)
@@ -415,6 +421,13 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 				if res.Compaction != nil {
 					cur.EmergencyCompactions++
 				}
+				// The NPC's count of compactions tells those beside the
+				// ticks, which no tick reports: what it gained since the
+				// last tick beyond this tick's own.
+				if known {
+					cur.BackgroundCompactions += max(0, res.Context.Compactions-compactions-btoi(res.Compaction != nil))
+				}
+				compactions, known = res.Context.Compactions, true
 				if len(res.Awaiting) == 0 {
 					break
 				}
@@ -447,6 +460,7 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 		sleeps++
 		if rep.Compaction != nil {
 			cur.SleepCompactions++
+			compactions++
 		}
 		if progress != nil && !o.JSON && (day+1)%10 == 0 {
 			fmt.Fprintf(progress, "\rlife: night %d/%d, %d/%d events", day+1, o.Nights, hi, o.Events)
@@ -518,4 +532,11 @@ func procStatus(field string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s not in /proc/self/status", field)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

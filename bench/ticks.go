@@ -97,6 +97,9 @@ type TickMeasure struct {
 	P50MS float64 `json:"p50_ms"`
 	P95MS float64 `json:"p95_ms"`
 	P99MS float64 `json:"p99_ms"`
+	// LatencyP99MS is the 99th percentile of a tick's whole wall time,
+	// model calls included: what the game waits for (in-process only).
+	LatencyP99MS float64 `json:"latency_p99_ms,omitempty"`
 	// ModelMS is the mean time per tick spent in model calls.
 	ModelMS           float64 `json:"model_ms"`
 	CPUMSPerTick      float64 `json:"cpu_ms_per_tick"`
@@ -104,6 +107,9 @@ type TickMeasure struct {
 	AllocsPerTick     int64   `json:"allocs_per_tick"`
 	PeakRSSMiB        float64 `json:"peak_rss_mib"`
 	Compactions       int     `json:"compactions"`
+	// BackgroundCompactions ran beside the measured ticks (in-process
+	// only); Compactions ran inside them.
+	BackgroundCompactions int `json:"background_compactions"`
 	// IndexBuilds counts the search indexes built during the measured
 	// ticks (in-process only): an NPC's index dropped to keep the cache
 	// within --index-cache-mb and built again from the database. Each
@@ -182,8 +188,8 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		}
 		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), %s, %d ticks each, %d workers, %s tokens of archived history per NPC, %d messages of other NPCs\n",
 			b.Latency, dialect, b.Ticks, b.Workers, joinInts(histories, " or "), b.Others)
-		fmt.Fprintf(out, "  %-*s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %9s %10s %8s %9s %5s\n",
-			width, "mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp")
+		fmt.Fprintf(out, "  %-*s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %8s %9s %10s %8s %9s %5s %6s\n",
+			width, "mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "tick p99", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp", "b-comp")
 	}
 	stopProfile, err := startCPUProfile(b.CPUProfile)
 	if err != nil {
@@ -201,9 +207,9 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		if sittings > 1 {
 			label = fmt.Sprintf("%s #%d", label, m.Sitting)
 		}
-		fmt.Fprintf(out, "  %-*s %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %9.3f %10d %8d %6.0f MiB %5d\n",
-			width, label, m.NPCs, m.Ticks, m.TicksPerS, m.P50MS, m.P95MS, m.P99MS, m.ModelMS, m.CPUMSPerTick, m.AllocBytesPerTick,
-			m.AllocsPerTick, m.PeakRSSMiB, m.Compactions)
+		fmt.Fprintf(out, "  %-*s %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %8.1f %9.3f %10d %8d %6.0f MiB %5d %6d\n",
+			width, label, m.NPCs, m.Ticks, m.TicksPerS, m.P50MS, m.P95MS, m.P99MS, m.ModelMS, m.LatencyP99MS, m.CPUMSPerTick, m.AllocBytesPerTick,
+			m.AllocsPerTick, m.PeakRSSMiB, m.Compactions, m.BackgroundCompactions)
 		if m.IndexBuilds > 0 {
 			fmt.Fprintf(out, "  %-*s %d search indexes were built again during the ticks: the index cache (--index-cache-mb %d) is too small for these NPCs\n",
 				width, "", m.IndexBuilds, b.CacheMB)
@@ -357,6 +363,12 @@ type tickWorld struct {
 	history int
 	others  int
 	next    int // the next round's number, for the events' text
+	// comps is each NPC's count of compactions as its last tick gave it
+	// (-1 before), beside the number of compactions run beside the ticks
+	// so far, which no tick reports: what an NPC's count gained between
+	// two ticks beyond the second's own.
+	comps  []int
+	beside int
 }
 
 // prepareTicks opens a world of n NPCs with history tokens of archived
@@ -470,19 +482,33 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time
 	close(work)
 	wg.Wait()
 	elapsed := time.Since(start)
+	if w.comps == nil {
+		w.comps = make([]int, len(w.ids))
+		for i := range w.comps {
+			w.comps[i] = -1
+		}
+	}
 	for i, o := range results {
 		if o.err != nil {
 			return nil, 0, fmt.Errorf("tick of %s: %w", w.ids[i], o.err)
 		}
+		if o.res == nil || o.res.Idle {
+			continue
+		}
+		n := o.res.Context.Compactions
+		if w.comps[i] >= 0 {
+			w.beside += max(0, n-w.comps[i]-btoi(o.res.Compaction != nil))
+		}
+		w.comps[i] = n
 	}
 	return results, elapsed, nil
 }
 
 // tickAcc accumulates the measured rounds of one world.
 type tickAcc struct {
-	overhead            []time.Duration
+	overhead, latency   []time.Duration
 	model, elapsed, cpu time.Duration
-	compactions         int
+	compactions, beside int
 	alloc, mallocs      uint64
 	builds              int64
 }
@@ -492,19 +518,21 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc)
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	cpu0 := cpuTime()
-	builds0 := w.a.Retriever.CacheStats().Builds
+	builds0, beside0 := w.a.Retriever.CacheStats().Builds, w.beside
 	results, took, err := w.round(ctx, workers)
 	if err != nil {
 		return err
 	}
 	acc.cpu += cpuTime() - cpu0
 	acc.builds += w.a.Retriever.CacheStats().Builds - builds0
+	acc.beside += w.beside - beside0
 	runtime.ReadMemStats(&ms1)
 	acc.alloc += ms1.TotalAlloc - ms0.TotalAlloc
 	acc.mallocs += ms1.Mallocs - ms0.Mallocs
 	acc.elapsed += took
 	for _, o := range results {
 		acc.overhead = append(acc.overhead, o.total-o.model)
+		acc.latency = append(acc.latency, o.total)
 		acc.model += o.model
 		if o.res.Compaction != nil {
 			acc.compactions++
@@ -517,6 +545,7 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc)
 func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
 	total := len(acc.overhead)
 	slices.Sort(acc.overhead)
+	slices.Sort(acc.latency)
 	pct := func(p float64) float64 {
 		return float64(acc.overhead[min(total-1, int(p*float64(total)))].Microseconds()) / 1000
 	}
@@ -526,13 +555,14 @@ func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
 		Mode: "in-process", NPCs: len(w.ids), Ticks: total, HistoryTokens: w.history, OtherMessages: w.others, LatencyMS: float64(b.Latency.Microseconds()) / 1000,
 		TicksPerS: float64(total) / acc.elapsed.Seconds(),
 		P50MS:     pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
+		LatencyP99MS:      float64(acc.latency[min(total-1, int(0.99*float64(total)))].Microseconds()) / 1000,
 		ModelMS:           float64(acc.model.Microseconds()) / 1000 / float64(total),
 		CPUMSPerTick:      float64(acc.cpu.Microseconds()) / 1000 / float64(total),
 		AllocBytesPerTick: int64(acc.alloc) / int64(total),
 		AllocsPerTick:     int64(acc.mallocs) / int64(total),
 		PeakRSSMiB:        float64(ru.Maxrss) / 1024, // KiB on Linux
-		Compactions:       acc.compactions,
-		IndexBuilds:       acc.builds,
+		Compactions:       acc.compactions, BackgroundCompactions: acc.beside,
+		IndexBuilds: acc.builds,
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/text"
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/store"
 	"github.com/npcd/npcd/tick"
 )
@@ -29,9 +31,12 @@ type TokenMeasure struct {
 	// Compactions and SummarizerCalls are what npcd's run compacted and
 	// the summarizer calls that cost (the baselines make none), with those
 	// calls per 1,000 ticks.
-	Compactions       int     `json:"compactions,omitempty"`
-	SummarizerCalls   int64   `json:"summarizer_calls,omitempty"`
-	SummarizerPer1000 float64 `json:"summarizer_calls_per_1000_ticks,omitempty"`
+	Compactions int `json:"compactions,omitempty"`
+	// CompactionsBy counts them by trigger: inside the ticks (emergency),
+	// beside them (background), the sleeps'.
+	CompactionsBy     map[string]int `json:"compactions_by_trigger,omitempty"`
+	SummarizerCalls   int64          `json:"summarizer_calls,omitempty"`
+	SummarizerPer1000 float64        `json:"summarizer_calls_per_1000_ticks,omitempty"`
 }
 
 // TokenOptions are what one run of Tokens replays.
@@ -112,7 +117,6 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 
 	var facts []plantedFact
 	var npcd, unbounded, truncated []int
-	compactions := 0
 	var history []int         // token cost of every message so far, oldest first
 	var historyTotal int      // sum of history
 	var keptFrom, keptSum int // index into history where kept starts, and its sum
@@ -141,6 +145,9 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 			if err != nil {
 				return err
 			}
+			// A game ticks an NPC again seconds later, time enough for
+			// a compaction started beside the ticks to end first.
+			<-a.Engine.Compacting(c.ID)
 			if res.Idle {
 				break
 			}
@@ -188,9 +195,6 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 				lastID = msgs[len(msgs)-1].ID
 			}
 			npcd = append(npcd, res.Usage.PromptTokens)
-			if res.Compaction != nil {
-				compactions++
-			}
 			if len(res.Awaiting) == 0 {
 				break
 			}
@@ -203,12 +207,8 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 			}
 		}
 		if o.SleepEvery > 0 && (turn+1)%o.SleepEvery == 0 {
-			rep, err := a.Engine.Sleep(ctx, c.ID)
-			if err != nil {
+			if _, err := a.Engine.Sleep(ctx, c.ID); err != nil {
 				return err
-			}
-			if rep.Compaction != nil {
-				compactions++
 			}
 		}
 		if progress != nil && (turn+1)%100 == 0 {
@@ -297,7 +297,16 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 		return m
 	}
 	ms := []TokenMeasure{measure("npcd", npcd), measure("unbounded", unbounded), measure("truncation", truncated)}
-	ms[0].Compactions, ms[0].SummarizerCalls = compactions, a.SummarizerCalls()
+	// Every compaction: inside a tick, beside the ticks, or a sleep's.
+	recs, err := a.Compactions(ctx)
+	if err != nil {
+		return err
+	}
+	ms[0].Compactions, ms[0].SummarizerCalls = len(recs), a.SummarizerCalls()
+	ms[0].CompactionsBy = map[string]int{}
+	for _, r := range recs {
+		ms[0].CompactionsBy[r.Trigger]++
+	}
 	ms[0].SummarizerPer1000 = per1000(ms[0].SummarizerCalls, ms[0].Ticks)
 	if o.JSON {
 		enc := json.NewEncoder(out)
@@ -314,7 +323,8 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 		fmt.Fprintf(out, "  %-10s prompt tokens per tick mean %6d  p50 %6d  p95 %6d  (%5.1f%% of unbounded)  facts reachable %d/%d (%.1f%%)",
 			m.Strategy, m.Mean, m.P50, m.P95, m.Share*100, m.Reached, m.Facts, m.Recall*100)
 		if m.Compactions > 0 {
-			fmt.Fprintf(out, "  %d compactions, %d summarizer calls (%.1f per 1,000 ticks)", m.Compactions, m.SummarizerCalls, m.SummarizerPer1000)
+			fmt.Fprintf(out, "  %d compactions (%s), %d summarizer calls (%.1f per 1,000 ticks)", m.Compactions,
+				text.Counts(m.CompactionsBy, sleep.Triggers...), m.SummarizerCalls, m.SummarizerPer1000)
 		}
 		fmt.Fprintln(out)
 	}

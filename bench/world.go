@@ -10,6 +10,7 @@ import (
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/tick"
 )
 
@@ -36,6 +37,16 @@ func (w *World) SummarizerCalls() int64 {
 		return 0
 	}
 	return w.TaskCalls(llm.TaskSummarize)
+}
+
+// Compactions returns the compactions w stored, oldest first: those beside
+// the ticks too, which no tick's result reports.
+func (w *World) Compactions(ctx context.Context) ([]sleep.Record, error) {
+	var recs []sleep.Record
+	if err := w.Chars.DB().WithContext(ctx).Order("id").Find(&recs).Error; err != nil {
+		return nil, fmt.Errorf("read compactions: %w", err)
+	}
+	return recs, nil
 }
 
 // per1000 is n per 1,000 of ticks, to one decimal.
@@ -67,6 +78,9 @@ type ServeOptions struct {
 	MaxCalls int
 	// IndexCacheMB is as in Options.
 	IndexCacheMB int
+	// Foreground runs every compaction a tick needs inside it
+	// (NPCD_BACKGROUND_COMPACTION=0).
+	Foreground bool
 }
 
 // Harness is how the measurements get an npcd: cmd/npcd provides both.

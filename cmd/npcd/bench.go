@@ -57,6 +57,7 @@ func benchHarness() bench.Harness {
 				return "", nil, err
 			}
 			cfg.Addr, cfg.LogLevel = "127.0.0.1:0", "error"
+			cfg.BackgroundCompaction = !opt.Foreground
 			cfg.MaxConcurrentCalls = max(cfg.MaxConcurrentCalls, opt.MaxCalls)
 			if opt.IndexCacheMB > 0 {
 				cfg.IndexCacheMB = opt.IndexCacheMB
