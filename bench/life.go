@@ -74,8 +74,9 @@ type LifeTenth struct {
 	// EmergencyCompactions are the compactions the ticks ran (past the
 	// emergency threshold, or to recover from an overflow).
 	EmergencyCompactions int `json:"emergency_compactions"`
-	// BackgroundCompactions are those run beside the ticks (one left the
-	// context close to the emergency threshold).
+	// BackgroundCompactions are those begun beside the ticks (one left
+	// the context close to the emergency threshold), whether they ended
+	// beside them or a tick that needed them finished them.
 	BackgroundCompactions int     `json:"background_compactions"`
 	Sleeps                int     `json:"sleeps"`
 	SleepCompactions      int     `json:"sleep_compactions"`
@@ -418,7 +419,12 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 				cur.Ticks++
 				ticks++
 				prompt += res.Usage.PromptTokens
-				if res.Compaction != nil {
+				switch {
+				case res.Compaction == nil:
+				case res.Compaction.Trigger == sleep.TriggerBackground:
+					// Begun beside the ticks, finished by this one.
+					cur.BackgroundCompactions++
+				default:
 					cur.EmergencyCompactions++
 				}
 				// The NPC's count of compactions tells those beside the
