@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
 )
 
@@ -49,6 +50,24 @@ func nearEmergency(c *character.Character, used, grew int) bool {
 	return grew > 0 && float64(used) >= c.Compaction.SleepThreshold*float64(c.ContextWindow) && c.OverEmergency(used+aheadTicks*grew)
 }
 
+// awaitedTokens foresees what the results of the calls c awaits (those of
+// returns:true tools, which the game posts before the next tick) will add
+// to its context: for each, what the last result of the same tool in live
+// cost; 0 for a tool with none there. A long observation is the likeliest
+// cause of a sudden jump to the emergency threshold.
+func awaitedTokens(c *character.Character, live []character.Message) int {
+	n := 0
+	for _, pc := range c.State.Awaiting.V {
+		for i := len(live) - 1; i >= 0; i-- {
+			if m := &live[i]; m.Role == llm.RoleTool && m.ToolName == pc.Tool {
+				n += m.ViewTokens
+				break
+			}
+		}
+	}
+	return n
+}
+
 // besideRun is one background compaction of an NPC. planned and taken are
 // guarded by the NPC's lock; plan and c are set before planned; sum and
 // err before ready is closed.
@@ -66,15 +85,16 @@ type besideRun struct {
 // compactBeside starts a background compaction of NPC after, as a tick
 // just left it with the live history live (having grown its context from
 // before tokens, both counted as nearEmergency does), when the engine runs
-// them and nearEmergency says so; at most one runs per NPC. Close cancels
-// it and waits for it: a compaction cancelled before its commit changes
-// nothing.
+// them and nearEmergency says so of the larger of that growth and what the
+// results the NPC awaits are foreseen to add (awaitedTokens); at most one
+// runs per NPC. Close cancels it and waits for it: a compaction cancelled
+// before its commit changes nothing.
 func (e *Engine) compactBeside(after *character.Character, live []character.Message, before int) {
 	if !e.cfg.BackgroundCompaction || after == nil {
 		return
 	}
 	used := after.ContextTokens() - readExcess(after, live)
-	if !nearEmergency(after, used, used-before) {
+	if !nearEmergency(after, used, max(used-before, awaitedTokens(after, live))) {
 		return
 	}
 	bc, ok := e.deps.Compactor.(backgroundCompactor)

@@ -3,6 +3,7 @@ package tick
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,6 +317,78 @@ func TestCloseCancelsABackgroundCompaction(t *testing.T) {
 	}
 	if len(after) != len(live) {
 		t.Fatalf("%d live messages after the close, want the %d the ticks left", len(after), len(live))
+	}
+	checkStored(t, env)
+}
+
+func TestAwaitedTokensForeseeTheToolsLastResult(t *testing.T) {
+	c := brom()
+	c.State.Awaiting.V = []character.PendingCall{{ID: "a", Tool: "look"}}
+	live := []character.Message{
+		{Role: llm.RoleTool, ToolName: "look", ViewTokens: 300, Masked: true},
+		{Role: llm.RoleTool, ToolName: "inventory", ViewTokens: 90},
+		{Role: llm.RoleTool, ToolName: "look", ViewTokens: 520, Masked: true}, // the last look: masked, still what one costs
+		{Role: llm.RoleAssistant},
+	}
+	if got := awaitedTokens(c, live); got != 520 {
+		t.Fatalf("awaitedTokens = %d, want 520, the last look result's cost", got)
+	}
+	c.State.Awaiting.V = append(c.State.Awaiting.V, character.PendingCall{ID: "b", Tool: "inventory"}, character.PendingCall{ID: "c", Tool: "smell"})
+	if got := awaitedTokens(c, live); got != 520+90 {
+		t.Fatalf("awaitedTokens = %d, want %d: each awaited call's tool's last result, none for a tool never answered", got, 520+90)
+	}
+}
+
+// A tick that asks the game to look around, with the context past the sleep
+// threshold, starts the compaction beside the ticks when the last look
+// result would take it to the emergency threshold, though the tick itself
+// added little: the tick that reads the new result then need not compact.
+func TestAnAwaitedObservationStartsTheCompaction(t *testing.T) {
+	env := newEnv(t)
+	env.eng.cfg.BackgroundCompaction = true
+	ctx := context.Background()
+	c := brom()
+	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
+	if _, err := env.eng.PutNPC(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	room := strings.Repeat("An anvil, a quench tub of black water, tongs and hammers on the wall. ", 60) // ~1,000 tokens
+	look := func() *Result {
+		res := tickOnce(t, env, "Can you look around for my sword?")
+		if len(res.Awaiting) != 1 {
+			t.Fatalf("asked to look, the model awaits %v", res.Awaiting)
+		}
+		return res
+	}
+	answer := func(res *Result) *Result {
+		<-env.eng.Compacting("brom")
+		return answerOnce(t, env, res.Awaiting[0], room)
+	}
+	answer(look())
+	for i := 0; ; i++ {
+		got, err := env.chars.Get(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Utilization() >= got.Compaction.SleepThreshold {
+			break
+		}
+		if i == 200 || len(records(t, env)) > 0 {
+			t.Fatalf("no tick reached the sleep threshold before a compaction (utilization %.2f)", got.Utilization())
+		}
+		tickOnce(t, env, fmt.Sprintf("Round %d: the north road is busy today.", i))
+	}
+	res := look()
+	if _, began := env.eng.compacting.Load("brom"); !began {
+		got, _ := env.chars.Get(ctx, "brom")
+		t.Fatalf("a look awaited at utilization %.2f, with a last look result of ~1,000 tokens, began no compaction beside the ticks", got.Utilization())
+	}
+	if res := answer(res); res.Compaction != nil {
+		t.Fatalf("the tick reading the new look result compacted (%s)", res.Compaction.Trigger)
+	}
+	recs := records(t, env)
+	if len(recs) != 1 || recs[0].Trigger != sleep.TriggerBackground {
+		t.Fatalf("compactions %+v, want one, beside the ticks", recs)
 	}
 	checkStored(t, env)
 }
