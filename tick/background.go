@@ -83,16 +83,13 @@ type besideRun struct {
 }
 
 // compactBeside starts a background compaction of NPC after, as a tick
-// just left it with the live history live (having grown its context from
-// before tokens, both counted as nearEmergency does), when the engine runs
-// them and nearEmergency says so of the larger of that growth and what the
-// results the NPC awaits are foreseen to add (awaitedTokens); at most one
-// runs per NPC. Close cancels it and waits for it: a compaction cancelled
-// before its commit changes nothing.
+// (run with Config.BackgroundCompaction) just left it with the live history
+// live, having grown its context from before tokens (both counted as
+// nearEmergency does), when nearEmergency says so of the larger of that
+// growth and what the results the NPC awaits are foreseen to add
+// (awaitedTokens); at most one runs per NPC. Close cancels it and waits for
+// it: a compaction cancelled before its commit changes nothing.
 func (e *Engine) compactBeside(after *character.Character, live []character.Message, before int) {
-	if !e.cfg.BackgroundCompaction || after == nil {
-		return
-	}
 	used := after.ContextTokens() - readExcess(after, live)
 	if !nearEmergency(after, used, max(used-before, awaitedTokens(after, live))) {
 		return

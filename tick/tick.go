@@ -186,12 +186,15 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 		return nil, err
 	}
 	// Measured before the commit, which extends the held history in place.
-	before := ts.c.ContextTokens() - readExcess(ts.c, ts.live)
+	before := 0
+	if e.cfg.BackgroundCompaction {
+		before = ts.c.ContextTokens() - readExcess(ts.c, ts.live)
+	}
 	after, err := e.commit(ctx, ts, counter)
 	if err != nil {
 		return nil, err
 	}
-	if ts.comp == nil && after != nil {
+	if e.cfg.BackgroundCompaction && ts.comp == nil && after != nil {
 		if live, ok := e.history.get(c.ID, after.State.HistoryRev); ok {
 			e.compactBeside(after, live, before)
 		}

@@ -337,7 +337,7 @@ func TestBenchLife(t *testing.T) {
 				events += m.Events
 				ticks += m.Ticks
 				sleeps += m.Sleeps
-				compactions += m.EmergencyCompactions + m.SleepCompactions
+				compactions += m.EmergencyCompactions + m.BackgroundCompactions + m.SleepCompactions
 			}
 			if events != 300 || ticks <= 300 || ticks != sum.Ticks {
 				t.Errorf("%d events and %d ticks in the tenths, summary %d ticks: want 300 events, more ticks, the same count", events, ticks, sum.Ticks)
