@@ -198,6 +198,21 @@ func maskToFit(kept []character.Message, target, limit int, exempt func(string) 
 // NewPlan plans a compaction of live (the NPC's live history, summary
 // first if there is one). It returns an empty plan when no cut is possible.
 func NewPlan(c *character.Character, live []character.Message, trigger, instruction string) *Plan {
+	return newPlan(c, live, trigger, instruction, 0)
+}
+
+// NewPlanAhead is NewPlan for a compaction made ahead of need, while the
+// context is still growing: the kept history aims foreseen tokens under the
+// target and under the preserved share of the window, so that once what is
+// foreseen has come (the next tick's messages, the tool results awaited)
+// the context is where a compaction made then, with them among the recent
+// messages, would leave it. The summary's budget does not give way to
+// them.
+func NewPlanAhead(c *character.Character, live []character.Message, trigger string, foreseen int) *Plan {
+	return newPlan(c, live, trigger, "", max(foreseen, 0))
+}
+
+func newPlan(c *character.Character, live []character.Message, trigger, instruction string, foreseen int) *Plan {
 	p := &Plan{NPC: c.ID, Trigger: trigger, Instruction: instruction, TokensBefore: c.ContextTokens(), SummaryBudget: SummaryBudgetFor(c)}
 	ms := live
 	if len(ms) > 0 && ms[0].Summary {
@@ -206,6 +221,8 @@ func NewPlan(c *character.Character, live []character.Message, trigger, instruct
 		ms = ms[1:]
 	}
 	l := LimitsFor(c, p.SummaryBudget)
+	l.TargetTokens = max(l.TargetTokens-foreseen, 0)
+	l.KeepTokens = max(l.KeepTokens-foreseen, 0)
 	cut := Cut(ms, l)
 	p.Span = ms[:cut]
 	p.Keep = ms[cut:]

@@ -322,3 +322,56 @@ func TestPlanKeepsUnreadResultsWhole(t *testing.T) {
 		t.Errorf("unread result of 900 tokens: masked %v, unread %d; want it masked", p.Mask, p.Unread)
 	}
 }
+
+// A plan made ahead of a growth it foresees cuts where a plan made once
+// that growth has come would: the messages it keeps and those that come
+// cost what the later plan keeps, within a turn; it does not shrink the
+// summary, and foreseeing nothing is NewPlan. (In a window whose target
+// leaves room for little more than the newest turn, the later plan may
+// archive that turn, which a plan ahead never does.)
+func TestPlanAheadCutsAsThePlanAfterTheGrowth(t *testing.T) {
+	for _, window := range []int{4096, 8192} {
+		build := func() (*character.Character, *simHistory) {
+			c := &character.Character{ID: "npc", Name: "N", Persona: "p", ContextWindow: window, MaxOutputTokens: 204}
+			c.ApplyDefaults()
+			c.State.SystemTokens, c.State.ToolTokens = 222, 496
+			s := &simHistory{c: c, archived: map[int64]bool{}, written: map[int64]bool{}}
+			for turn := int64(1); turn <= int64(window/100); turn++ {
+				c.State.Turn = turn
+				s.add(character.Message{Role: llm.RoleUser, Turn: turn, Tokens: 40})
+				s.add(character.Message{Role: llm.RoleAssistant, Turn: turn, Tokens: 50})
+			}
+			s.totals()
+			return c, s
+		}
+		kept := func(p *Plan) (n int) {
+			for i := range p.Keep {
+				n += p.Keep[i].PromptTokens()
+			}
+			return n
+		}
+		const foreseen = 300
+		c, s := build()
+		ahead := NewPlanAhead(c, s.live, TriggerBackground, foreseen)
+		now := NewPlan(c, s.live, TriggerEmergency, "")
+		if zero := NewPlanAhead(c, s.live, TriggerBackground, 0); len(zero.Keep) != len(now.Keep) || zero.SummaryBudget != now.SummaryBudget {
+			t.Fatalf("window %d: a plan ahead of nothing keeps %d messages (summary %d), NewPlan %d (%d)", window, len(zero.Keep), zero.SummaryBudget, len(now.Keep), now.SummaryBudget)
+		}
+		// The growth comes: the next turn's message of foreseen tokens.
+		c2, s2 := build()
+		c2.State.Turn++
+		s2.add(character.Message{Role: llm.RoleUser, Turn: c2.State.Turn, Tokens: foreseen})
+		s2.totals()
+		later := NewPlan(c2, s2.live, TriggerEmergency, "")
+		if got, want := kept(ahead)+foreseen, kept(later); got > want || want-got > 90 {
+			t.Errorf("window %d: ahead keeps %d tokens, with the %d foreseen %d; the plan after the growth keeps %d: want the same within a turn (90)",
+				window, kept(ahead), foreseen, got, want)
+		}
+		if kept(ahead) >= kept(now) {
+			t.Errorf("window %d: ahead keeps %d tokens, no fewer than the plan that foresees nothing (%d)", window, kept(ahead), kept(now))
+		}
+		if ahead.SummaryBudget != now.SummaryBudget {
+			t.Errorf("window %d: the summary's budget gave way to what is foreseen: %d, want %d", window, ahead.SummaryBudget, now.SummaryBudget)
+		}
+	}
+}

@@ -72,6 +72,7 @@ func awaitedTokens(c *character.Character, live []character.Message) int {
 // guarded by the NPC's lock; plan and c are set before planned; sum and
 // err before ready is closed.
 type besideRun struct {
+	grew    int  // what the tick that began the run added to the context
 	planned bool // the cut is planned; the summary is being written
 	taken   bool // a tick took the run over (or dropped it): the run only ends
 	c       *character.Character
@@ -91,7 +92,8 @@ type besideRun struct {
 // it: a compaction cancelled before its commit changes nothing.
 func (e *Engine) compactBeside(after *character.Character, live []character.Message, before int) {
 	used := after.ContextTokens() - readExcess(after, live)
-	if !nearEmergency(after, used, max(used-before, awaitedTokens(after, live))) {
+	grew := used - before
+	if !nearEmergency(after, used, max(grew, awaitedTokens(after, live))) {
 		return
 	}
 	bc, ok := e.deps.Compactor.(backgroundCompactor)
@@ -99,7 +101,7 @@ func (e *Engine) compactBeside(after *character.Character, live []character.Mess
 		return
 	}
 	id := after.ID
-	run := &besideRun{ready: make(chan struct{}), done: make(chan struct{})}
+	run := &besideRun{grew: grew, ready: make(chan struct{}), done: make(chan struct{})}
 	if _, running := e.compacting.LoadOrStore(id, run); running {
 		return
 	}
@@ -151,8 +153,11 @@ func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id strin
 		}
 		// The plan keeps slices of the history it is given, and the held
 		// history is changed in place by the next tick (afterTurn): the
-		// plan gets a copy of its own.
-		p := sleep.NewPlan(c, slices.Clone(live), sleep.TriggerBackground, "")
+		// plan gets a copy of its own. It is made ahead of the growth it
+		// foresees (a tick like the last, the results awaited), so that
+		// once that has come the context is at its target, as if the
+		// compaction had waited for it.
+		p := sleep.NewPlanAhead(c, slices.Clone(live), sleep.TriggerBackground, max(run.grew, awaitedTokens(c, live)))
 		if p.Empty() {
 			return nil
 		}
