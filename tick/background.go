@@ -15,11 +15,13 @@ import (
 // threshold compacts before it calls the model, and the one who spoke to
 // the NPC waits for the summary (with a remote model, a call of its own,
 // seconds long). When a tick leaves the context past the sleep threshold
-// and so close to the emergency threshold that the next tick like it would
-// reach it, the engine compacts beside the ticks instead, as a sleep does:
-// the cut planned under the NPC's lock, the summary written outside it
-// while the NPC goes on ticking, the commit under the lock again, archiving
-// only the rows planned. The next tick finds the context compacted; or,
+// and so close to the emergency threshold that the next tick like it, or
+// the tool results it awaits, would reach it, the engine compacts beside
+// the ticks instead, as a sleep does: the cut planned under the NPC's lock,
+// ahead of that growth (sleep.NewPlanAhead), so that it ends where the next
+// tick's compaction would have; the summary written outside the lock while
+// the NPC goes on ticking; the commit under the lock again, archiving only
+// the rows planned. The next tick finds the context compacted; or,
 // when it comes before the summary is written and needs the compaction, it
 // waits for that summary and commits it itself (handOver), so that the
 // compaction is never summarized twice.
