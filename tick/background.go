@@ -54,20 +54,68 @@ func nearEmergency(c *character.Character, used, grew int) bool {
 
 // awaitedTokens foresees what the results of the calls c awaits (those of
 // returns:true tools, which the game posts before the next tick) will add
-// to its context: for each, what the last result of the same tool in live
-// cost; 0 for a tool with none there. A long observation is the likeliest
-// cause of a sudden jump to the emergency threshold.
-func awaitedTokens(c *character.Character, live []character.Message) int {
+// to its context: for each, what the last result of the same tool cost,
+// in live or, once compacted away, as the engine last saw one posted
+// (resultSizes); 0 for a tool never answered. A long observation is the
+// likeliest cause of a sudden jump to the emergency threshold.
+func (e *Engine) awaitedTokens(c *character.Character, live []character.Message) int {
 	n := 0
 	for _, pc := range c.State.Awaiting.V {
+		last, found := 0, false
 		for i := len(live) - 1; i >= 0; i-- {
 			if m := &live[i]; m.Role == llm.RoleTool && m.ToolName == pc.Tool {
-				n += m.ViewTokens
+				last, found = m.ViewTokens, true
 				break
 			}
 		}
+		if !found {
+			if v, ok := e.resultSizes.Load(toolOf{c.ID, pc.Tool}); ok {
+				last = v.(int)
+			}
+		}
+		n += last
 	}
 	return n
+}
+
+// toolOf keys Engine.resultSizes: an NPC's tool.
+type toolOf struct{ npc, tool string }
+
+// notePosted records what the tool results the game posted for NPC id cost
+// in the prompt, for awaitedTokens.
+func (e *Engine) notePosted(id string, msgs []*character.Message) {
+	for _, m := range msgs {
+		e.resultSizes.Store(toolOf{id, m.ToolName}, m.ViewTokens)
+	}
+}
+
+// forgetPosted drops what notePosted recorded of NPC id.
+func (e *Engine) forgetPosted(id string) {
+	e.resultSizes.Range(func(k, _ any) bool {
+		if k.(toolOf).npc == id {
+			e.resultSizes.Delete(k)
+		}
+		return true
+	})
+}
+
+// foresee reports whether NPC c, with the live history live, after a tick
+// that grew its context by grew tokens, calls for a compaction beside the
+// ticks (near), and the growth that compaction plans ahead of (foreseen):
+// the larger of a tick like the last and the results c awaits. Either may
+// call for it: a tick like the last past the sleep threshold
+// (nearEmergency), or the awaited results (awaitedTokens), which come
+// before the next tick for sure, when they will take the context to the
+// emergency threshold and the next tick could not read them first (see
+// readFirst: the prompt with them would not fit the window, or the rest of
+// the context is past the sleep threshold). The context is counted without
+// the tool results the model has read (readExcess).
+func (e *Engine) foresee(c *character.Character, live []character.Message, grew int) (foreseen int, near bool) {
+	used := c.ContextTokens() - readExcess(c, live)
+	awaited := e.awaitedTokens(c, live)
+	readable := fitsWindow(c, used+awaited) && float64(used) < c.Compaction.SleepThreshold*float64(c.ContextWindow)
+	near = nearEmergency(c, used, grew) || (awaited > 0 && c.OverEmergency(used+awaited) && !readable)
+	return max(grew, awaited), near
 }
 
 // besideRun is one background compaction of an NPC. planned and taken are
@@ -87,15 +135,13 @@ type besideRun struct {
 
 // compactBeside starts a background compaction of NPC after, as a tick
 // (run with Config.BackgroundCompaction) just left it with the live history
-// live, having grown its context from before tokens (both counted as
-// nearEmergency does), when nearEmergency says so of the larger of that
-// growth and what the results the NPC awaits are foreseen to add
-// (awaitedTokens); at most one runs per NPC. Close cancels it and waits for
-// it: a compaction cancelled before its commit changes nothing.
+// live, having grown its context from before tokens (counted as foresee
+// counts the context), when foresee says so; at most one runs per NPC.
+// Close cancels it and waits for it: a compaction cancelled before its
+// commit changes nothing.
 func (e *Engine) compactBeside(after *character.Character, live []character.Message, before int) {
-	used := after.ContextTokens() - readExcess(after, live)
-	grew := used - before
-	if !nearEmergency(after, used, max(grew, awaitedTokens(after, live))) {
+	grew := after.ContextTokens() - readExcess(after, live) - before
+	if _, near := e.foresee(after, live, grew); !near {
 		return
 	}
 	bc, ok := e.deps.Compactor.(backgroundCompactor)
@@ -146,20 +192,21 @@ func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id strin
 		if err != nil {
 			return err
 		}
-		if c.Utilization() < c.Compaction.SleepThreshold {
-			return nil
-		}
 		live, err := e.liveHistory(ctx, c)
 		if err != nil {
 			return err
 		}
+		// Still needed: a tick or a sleep may have compacted meanwhile.
+		foreseen, near := e.foresee(c, live, run.grew)
+		if !near {
+			return nil
+		}
 		// The plan keeps slices of the history it is given, and the held
 		// history is changed in place by the next tick (afterTurn): the
 		// plan gets a copy of its own. It is made ahead of the growth it
-		// foresees (a tick like the last, the results awaited), so that
-		// once that has come the context is at its target, as if the
-		// compaction had waited for it.
-		p := sleep.NewPlanAhead(c, slices.Clone(live), sleep.TriggerBackground, max(run.grew, awaitedTokens(c, live)))
+		// foresees, so that once that has come the context is at its
+		// target, as if the compaction had waited for it.
+		p := sleep.NewPlanAhead(c, slices.Clone(live), sleep.TriggerBackground, foreseen)
 		if p.Empty() {
 			return nil
 		}

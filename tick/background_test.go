@@ -330,12 +330,23 @@ func TestAwaitedTokensForeseeTheToolsLastResult(t *testing.T) {
 		{Role: llm.RoleTool, ToolName: "look", ViewTokens: 520, Masked: true}, // the last look: masked, still what one costs
 		{Role: llm.RoleAssistant},
 	}
-	if got := awaitedTokens(c, live); got != 520 {
+	e := &Engine{}
+	if got := e.awaitedTokens(c, live); got != 520 {
 		t.Fatalf("awaitedTokens = %d, want 520, the last look result's cost", got)
 	}
 	c.State.Awaiting.V = append(c.State.Awaiting.V, character.PendingCall{ID: "b", Tool: "inventory"}, character.PendingCall{ID: "c", Tool: "smell"})
-	if got := awaitedTokens(c, live); got != 520+90 {
+	if got := e.awaitedTokens(c, live); got != 520+90 {
 		t.Fatalf("awaitedTokens = %d, want %d: each awaited call's tool's last result, none for a tool never answered", got, 520+90)
+	}
+	// A result compacted away is foreseen as the engine saw it posted;
+	// one in the live history is newer than any posted before it.
+	e.notePosted("brom", []*character.Message{{ToolName: "smell", ViewTokens: 40}, {ToolName: "look", ViewTokens: 999}})
+	if got := e.awaitedTokens(c, live); got != 520+90+40 {
+		t.Fatalf("awaitedTokens = %d, want %d", got, 520+90+40)
+	}
+	e.forgetPosted("brom")
+	if got := e.awaitedTokens(c, live); got != 520+90 {
+		t.Fatalf("awaitedTokens after the NPC is forgotten = %d, want %d", got, 520+90)
 	}
 }
 
@@ -391,4 +402,38 @@ func TestAnAwaitedObservationStartsTheCompaction(t *testing.T) {
 		t.Fatalf("compactions %+v, want one, beside the ticks", recs)
 	}
 	checkStored(t, env)
+}
+
+func TestForesee(t *testing.T) {
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 2048, 204
+	c.ApplyDefaults() // sleep 1,433.6, emergency 1,638.4 tokens
+	// A look result the model has read, already masked: no excess.
+	live := []character.Message{{Role: llm.RoleTool, ToolName: "look", ViewTokens: 500, MaskTokens: 30, Masked: true}, {Role: llm.RoleAssistant}}
+	e := &Engine{}
+	for _, tc := range []struct {
+		name          string
+		used, grew    int
+		awaitsLook    bool
+		near          bool
+		wantForeseen  int
+		checkForeseen bool
+	}{
+		{"a look awaited that the next tick can read first", 1300, 50, true, false, 0, false},
+		{"a look awaited that would not fit beside the reply", 1400, 50, true, true, 500, true},
+		{"a look awaited past the sleep threshold", 1450, 50, true, true, 500, true},
+		{"past the sleep threshold, nothing awaited, the next tick short of the emergency", 1450, 50, false, false, 0, false},
+		{"past the sleep threshold, the next tick like the last at the emergency", 1600, 50, false, true, 50, true},
+		{"below the sleep threshold, a tick that grew much", 1300, 400, false, false, 0, false},
+	} {
+		c.State.LiveTokens = tc.used
+		c.State.Awaiting.V = nil
+		if tc.awaitsLook {
+			c.State.Awaiting.V = []character.PendingCall{{ID: "a", Tool: "look"}}
+		}
+		foreseen, near := e.foresee(c, live, tc.grew)
+		if near != tc.near || (tc.checkForeseen && foreseen != tc.wantForeseen) {
+			t.Errorf("%s: foresee = %d, %v; want near %v (foreseen %d)", tc.name, foreseen, near, tc.near, tc.wantForeseen)
+		}
+	}
 }

@@ -223,6 +223,9 @@ type Engine struct {
 	compacting sync.Map
 	bg         context.Context
 	stopBG     context.CancelFunc
+	// resultSizes holds what the last result the game posted of each
+	// NPC's tool cost (toolOf → int tokens), for awaitedTokens.
+	resultSizes sync.Map
 
 	// afterIntake, when set (by tests), runs in PostEvents between the
 	// read of the NPC and the transaction that stores its events.

@@ -291,6 +291,7 @@ func (e *Engine) PostToolResults(ctx context.Context, id string, results []ToolR
 		seen[r.CallID] = true
 	}
 	var c *character.Character
+	var posted []*character.Message // as stored, once committed
 	err := e.withNPC(ctx, id, func(ctx context.Context) error {
 		var err error
 		if c, err = e.deps.Characters.Get(ctx, id); err != nil {
@@ -323,9 +324,16 @@ func (e *Engine) PostToolResults(ctx context.Context, id string, results []ToolR
 			if rest == nil {
 				rest = []character.PendingCall{}
 			}
-			return cs.UpdateState(ctx, id, map[string]any{"awaiting": store.NewJSON(rest), "resume": len(rest) == 0})
+			if err := cs.UpdateState(ctx, id, map[string]any{"awaiting": store.NewJSON(rest), "resume": len(rest) == 0}); err != nil {
+				return err
+			}
+			posted = msgs
+			return nil
 		})
 	})
+	if err == nil {
+		e.notePosted(id, posted)
+	}
 	if err == nil && len(c.State.Awaiting.V) == len(results) {
 		e.autoNote(c) // the last awaited result: the turn can go on
 	}

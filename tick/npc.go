@@ -154,6 +154,7 @@ func (e *Engine) DeleteNPC(ctx context.Context, id string) error {
 	e.toolsets.Delete(id)
 	e.settings.Delete(id)
 	e.history.drop(id)
+	e.forgetPosted(id)
 	if e.deps.Scheduler != nil {
 		e.deps.Scheduler.Unschedule(id)
 	}

@@ -234,47 +234,53 @@ func TestBenchMaskingSmallWindow(t *testing.T) {
 
 // bench masking counts the compactions that ended over the target and
 // those whose tick said why: at 2,048 tokens with a look result of ~500
-// tokens every third turn, some do, and every one says why.
+// tokens every third turn, compacting inside the ticks, some do (the result
+// the model has not read yet is kept whole), and every one says why. It
+// counts those beside the ticks too, which no tick reports.
 func TestBenchMaskingCountsCompactionsOverTheTarget(t *testing.T) {
-	var out, errb bytes.Buffer
-	args := []string{"bench", "masking", "--turns", "20", "--window", "2048"}
-	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
-		t.Fatalf("bench masking: %v\n%s", err, errb.String())
-	}
-	m := regexp.MustCompile(`masking true .* (\d+) ended over the target of 1024 \((\d+) saying why\)`).FindStringSubmatch(out.String())
-	if m == nil {
-		t.Fatalf("no count of compactions over the target:\n%s", out.String())
-	}
-	if m[1] == "0" || m[1] != m[2] {
-		t.Fatalf("%s compactions over the target, %s saying why; want some, each saying why:\n%s", m[1], m[2], out.String())
-	}
-	// Each run counts the summarizer calls of its own compactions, every
-	// one of which makes at least one; those beside the ticks, which no
-	// tick reports, are counted too (the daemon runs them by default).
-	beside := 0
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
-		c := regexp.MustCompile(`^  masking (true |false): +(\d+) ticks.*compactions map\[([a-z: \d]*)\].*summarizer calls (\d+) \(([\d.]+) per 1,000 ticks\)$`).FindStringSubmatch(line)
-		if c == nil {
-			t.Fatalf("no summarizer calls in %q", line)
+	measure := func(extra ...string) (string, map[string]int) {
+		var out, errb bytes.Buffer
+		args := append([]string{"bench", "masking", "--turns", "20", "--window", "2048"}, extra...)
+		if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+			t.Fatalf("bench masking %v: %v\n%s", extra, err, errb.String())
 		}
-		ticks, calls, per := atoi(t, c[2]), atoi(t, c[4]), c[5]
-		comps := 0
-		for _, kv := range strings.Fields(c[3]) {
-			trigger, n, _ := strings.Cut(kv, ":")
-			comps += atoi(t, n)
-			if trigger == "background" {
-				beside += atoi(t, n)
+		// Each run counts the summarizer calls of its own compactions,
+		// every one of which makes at least one.
+		triggers := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+			c := regexp.MustCompile(`^  masking (true |false): +(\d+) ticks.*compactions map\[([a-z: \d]*)\].*summarizer calls (\d+) \(([\d.]+) per 1,000 ticks\)$`).FindStringSubmatch(line)
+			if c == nil {
+				t.Fatalf("no summarizer calls in %q", line)
+			}
+			ticks, calls, per := atoi(t, c[2]), atoi(t, c[4]), c[5]
+			comps := 0
+			for _, kv := range strings.Fields(c[3]) {
+				trigger, n, _ := strings.Cut(kv, ":")
+				comps += atoi(t, n)
+				triggers[trigger] += atoi(t, n)
+			}
+			if comps == 0 || calls < comps {
+				t.Errorf("%q: %d compactions, %d summarizer calls; want some, each with a call", line, comps, calls)
+			}
+			if want := fmt.Sprintf("%.1f", float64(calls)*1000/float64(ticks)); per != want {
+				t.Errorf("%q: %s per 1,000 ticks, want %s", line, per, want)
 			}
 		}
-		if comps == 0 || calls < comps {
-			t.Errorf("%q: %d compactions, %d summarizer calls; want some, each with a call", line, comps, calls)
-		}
-		if want := fmt.Sprintf("%.1f", float64(calls)*1000/float64(ticks)); per != want {
-			t.Errorf("%q: %s per 1,000 ticks, want %s", line, per, want)
-		}
+		return out.String(), triggers
 	}
-	if beside == 0 {
-		t.Errorf("no compaction beside the ticks counted:\n%s", out.String())
+	out, triggers := measure("--background-compaction=false")
+	m := regexp.MustCompile(`masking true .* (\d+) ended over the target of 1024 \((\d+) saying why\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no count of compactions over the target:\n%s", out)
+	}
+	if m[1] == "0" || m[1] != m[2] {
+		t.Fatalf("%s compactions over the target, %s saying why; want some, each saying why:\n%s", m[1], m[2], out)
+	}
+	if triggers["background"] != 0 {
+		t.Fatalf("compactions beside the ticks with --background-compaction=false:\n%s", out)
+	}
+	if out, triggers = measure(); triggers["background"] == 0 {
+		t.Errorf("no compaction beside the ticks counted:\n%s", out)
 	}
 }
 
