@@ -81,7 +81,7 @@ func NewMetrics() *Metrics {
 			Name: "npcd_llm_tokens_total", Help: "Model tokens, by model and kind (prompt, completion, summary: the completion tokens of context summaries).",
 		}, []string{"model", "kind"}),
 		compactions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "npcd_compactions_total", Help: "Compactions run, by trigger (emergency, overflow, manual, sleep, ...).",
+			Name: "npcd_compactions_total", Help: "Compactions run, by trigger (emergency, background, overflow, manual, sleep, ...).",
 		}, []string{"trigger"}),
 		utilization: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "npcd_context_utilization_ratio", Help: "Context utilization (tokens over window) after each non-idle tick.",
