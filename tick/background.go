@@ -108,14 +108,20 @@ func (e *Engine) forgetPosted(id string) {
 // before the next tick for sure, when they will take the context to the
 // emergency threshold and the next tick could not read them first (see
 // readFirst: the prompt with them would not fit the window, or the rest of
-// the context is past the sleep threshold). The context is counted without
-// the tool results the model has read (readExcess).
-func (e *Engine) foresee(c *character.Character, live []character.Message, grew int) (foreseen int, near bool) {
-	used := c.ContextTokens() - readExcess(c, live)
+// the context is past the sleep threshold). used is the context as
+// usedTokens counts it.
+func (e *Engine) foresee(c *character.Character, live []character.Message, used, grew int) (foreseen int, near bool) {
 	awaited := e.awaitedTokens(c, live)
 	readable := fitsWindow(c, used+awaited) && float64(used) < c.Compaction.SleepThreshold*float64(c.ContextWindow)
 	near = nearEmergency(c, used, grew) || (awaited > 0 && c.OverEmergency(used+awaited) && !readable)
 	return max(grew, awaited), near
+}
+
+// usedTokens is the context of c, with the live history live, as the next
+// tick will measure it: without what masking the tool results the model
+// has read saves (readExcess), which that tick masks first.
+func usedTokens(c *character.Character, live []character.Message) int {
+	return c.ContextTokens() - readExcess(c, live)
 }
 
 // besideRun is one background compaction of an NPC. planned and taken are
@@ -135,13 +141,14 @@ type besideRun struct {
 
 // compactBeside starts a background compaction of NPC after, as a tick
 // (run with Config.BackgroundCompaction) just left it with the live history
-// live, having grown its context from before tokens (counted as foresee
-// counts the context), when foresee says so; at most one runs per NPC.
+// live, having grown its context from before tokens (as usedTokens counts
+// it), when foresee says so; at most one runs per NPC.
 // Close cancels it and waits for it: a compaction cancelled before its
 // commit changes nothing.
 func (e *Engine) compactBeside(after *character.Character, live []character.Message, before int) {
-	grew := after.ContextTokens() - readExcess(after, live) - before
-	if _, near := e.foresee(after, live, grew); !near {
+	used := usedTokens(after, live)
+	grew := used - before
+	if _, near := e.foresee(after, live, used, grew); !near {
 		return
 	}
 	bc, ok := e.deps.Compactor.(backgroundCompactor)
@@ -197,7 +204,7 @@ func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id strin
 			return err
 		}
 		// Still needed: a tick or a sleep may have compacted meanwhile.
-		foreseen, near := e.foresee(c, live, run.grew)
+		foreseen, near := e.foresee(c, live, usedTokens(c, live), run.grew)
 		if !near {
 			return nil
 		}

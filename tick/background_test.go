@@ -431,9 +431,48 @@ func TestForesee(t *testing.T) {
 		if tc.awaitsLook {
 			c.State.Awaiting.V = []character.PendingCall{{ID: "a", Tool: "look"}}
 		}
-		foreseen, near := e.foresee(c, live, tc.grew)
+		foreseen, near := e.foresee(c, live, usedTokens(c, live), tc.grew)
 		if near != tc.near || (tc.checkForeseen && foreseen != tc.wantForeseen) {
 			t.Errorf("%s: foresee = %d, %v; want near %v (foreseen %d)", tc.name, foreseen, near, tc.near, tc.wantForeseen)
 		}
+	}
+}
+
+// What a result the game posts costs is noted, so that the next call of
+// its tool is foreseen once the result itself has been compacted away; the
+// note goes with the NPC.
+func TestPostedResultsAreNotedAndForgotten(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	putSmallWindowNPC(t, env)
+	res := tickOnce(t, env, "Can you look around for my sword?")
+	if len(res.Awaiting) != 1 {
+		t.Fatalf("asked to look, the model awaits %v", res.Awaiting)
+	}
+	if err := env.eng.PostToolResults(ctx, "brom", []ToolResult{{CallID: res.Awaiting[0], Content: strings.Repeat("An anvil and a quench tub. ", 40)}}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	posted := live[len(live)-1]
+	if posted.Role != llm.RoleTool || posted.ViewTokens == 0 {
+		t.Fatalf("the newest message is %+v, want the posted look result", posted)
+	}
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.State.Awaiting.V = []character.PendingCall{{ID: "next", Tool: "look"}}
+	// No live history: only the note can tell.
+	if got := env.eng.awaitedTokens(c, nil); got != posted.ViewTokens {
+		t.Fatalf("a look awaited after its last result was compacted away is foreseen at %d tokens, want the %d the posted one cost", got, posted.ViewTokens)
+	}
+	if err := env.eng.DeleteNPC(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	if got := env.eng.awaitedTokens(c, nil); got != 0 {
+		t.Fatalf("the deleted NPC's note is still there: %d tokens foreseen", got)
 	}
 }

@@ -188,7 +188,7 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	// Measured before the commit, which extends the held history in place.
 	before := 0
 	if e.cfg.BackgroundCompaction {
-		before = ts.c.ContextTokens() - readExcess(ts.c, ts.live)
+		before = usedTokens(ts.c, ts.live)
 	}
 	after, err := e.commit(ctx, ts, counter)
 	if err != nil {
