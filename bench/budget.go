@@ -164,7 +164,8 @@ func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, win
 		// compaction target, told the number of those whose tick warned
 		// why.
 		target := sleep.TargetTokens(c)
-		var over, told, seen int
+		var over, told int
+		var seen int64 // the newest compaction counted
 		for i := 0; i < turns; i++ {
 			text := fmt.Sprintf("Turn %d: the north road is busy today.", i)
 			if i%3 == 0 {
@@ -193,12 +194,13 @@ func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, win
 				// The compactions since the last tick: inside this one, or
 				// beside it; the NPC's warnings say why one ended over
 				// its target.
-				recs, err := a.Compactions(ctx)
+				recs, err := a.Compactions(ctx, seen)
 				if err != nil {
 					done()
 					return err
 				}
-				for _, r := range recs[seen:] {
+				for _, r := range recs {
+					seen = r.ID
 					compactions[r.Trigger]++
 					if r.TokensAfter > target {
 						over++
@@ -210,7 +212,6 @@ func Masking(ctx context.Context, out, progress io.Writer, h Harness, turns, win
 						}
 					}
 				}
-				seen = len(recs)
 				if len(res.Awaiting) == 0 {
 					break
 				}

@@ -386,9 +386,9 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 	}
 
 	ticks, sleeps, lastDay := 0, 0, 0
-	// compactions is the NPC's count of compactions as last seen, once
-	// known.
-	compactions, known := 0, false
+	// compactions is the NPC's count of compactions as last seen, -1
+	// before the first tick.
+	compactions := -1
 	for day := 0; day < o.Nights; day++ {
 		lo, hi := day*o.Events/o.Nights, (day+1)*o.Events/o.Nights
 		dayStart := lifeStart.AddDate(0, 0, day)
@@ -430,10 +430,8 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 				// The NPC's count of compactions tells those beside the
 				// ticks, which no tick reports: what it gained since the
 				// last tick beyond this tick's own.
-				if known {
-					cur.BackgroundCompactions += max(0, res.Context.Compactions-compactions-btoi(res.Compaction != nil))
-				}
-				compactions, known = res.Context.Compactions, true
+				cur.BackgroundCompactions += besideSince(compactions, res)
+				compactions = res.Context.Compactions
 				if len(res.Awaiting) == 0 {
 					break
 				}
@@ -466,7 +464,9 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 		sleeps++
 		if rep.Compaction != nil {
 			cur.SleepCompactions++
-			compactions++
+			if compactions >= 0 {
+				compactions++
+			}
 		}
 		if progress != nil && !o.JSON && (day+1)%10 == 0 {
 			fmt.Fprintf(progress, "\rlife: night %d/%d, %d/%d events", day+1, o.Nights, hi, o.Events)
@@ -538,11 +538,4 @@ func procStatus(field string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s not in /proc/self/status", field)
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"reflect"
 	"testing"
+
+	"github.com/npcd/npcd/tick"
 )
 
 // Each history is compared with the first within each sitting; the ratio
@@ -38,5 +40,30 @@ func TestTickRatios(t *testing.T) {
 	}
 	if r := tickRatios(1, []int{0}, [][]float64{{1}}); r != nil {
 		t.Fatalf("one history has nothing to compare: %+v", r)
+	}
+}
+
+func TestBesideSince(t *testing.T) {
+	res := func(count int, own bool) *tick.Result {
+		r := &tick.Result{Context: tick.Context{Compactions: count}}
+		if own {
+			r.Compaction = &tick.Compaction{}
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		last int
+		res  *tick.Result
+		want int
+	}{
+		{-1, res(3, false), 0}, // nothing seen before: nothing to tell
+		{3, res(3, false), 0},
+		{3, res(5, false), 2}, // two beside the ticks
+		{3, res(5, true), 1},  // one beside, one this tick's own
+		{3, res(4, true), 0},
+	} {
+		if got := besideSince(tc.last, tc.res); got != tc.want {
+			t.Errorf("besideSince(%d, count %d, own %v) = %d, want %d", tc.last, tc.res.Context.Compactions, tc.res.Compaction != nil, got, tc.want)
+		}
 	}
 }

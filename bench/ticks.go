@@ -495,11 +495,8 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time
 		if o.res == nil || o.res.Idle {
 			continue
 		}
-		n := o.res.Context.Compactions
-		if w.comps[i] >= 0 {
-			w.beside += max(0, n-w.comps[i]-btoi(o.res.Compaction != nil))
-		}
-		w.comps[i] = n
+		w.beside += besideSince(w.comps[i], o.res)
+		w.comps[i] = o.res.Context.Compactions
 	}
 	return results, elapsed, nil
 }

@@ -298,7 +298,7 @@ func Tokens(ctx context.Context, out, progress io.Writer, h Harness, o TokenOpti
 	}
 	ms := []TokenMeasure{measure("npcd", npcd), measure("unbounded", unbounded), measure("truncation", truncated)}
 	// Every compaction: inside a tick, beside the ticks, or a sleep's.
-	recs, err := a.Compactions(ctx)
+	recs, err := a.Compactions(ctx, 0)
 	if err != nil {
 		return err
 	}

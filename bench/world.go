@@ -39,14 +39,30 @@ func (w *World) SummarizerCalls() int64 {
 	return w.TaskCalls(llm.TaskSummarize)
 }
 
-// Compactions returns the compactions w stored, oldest first: those beside
-// the ticks too, which no tick's result reports.
-func (w *World) Compactions(ctx context.Context) ([]sleep.Record, error) {
+// Compactions returns the compactions w stored after the one with id
+// after (0: all), oldest first: those beside the ticks too, which no tick's
+// result reports.
+func (w *World) Compactions(ctx context.Context, after int64) ([]sleep.Record, error) {
 	var recs []sleep.Record
-	if err := w.Chars.DB().WithContext(ctx).Order("id").Find(&recs).Error; err != nil {
+	if err := w.Chars.DB().WithContext(ctx).Where("id > ?", after).Order("id").Find(&recs).Error; err != nil {
 		return nil, fmt.Errorf("read compactions: %w", err)
 	}
 	return recs, nil
+}
+
+// besideSince is how many compactions ran beside an NPC's ticks, which no
+// tick reports, between its tick that left its count of compactions at
+// last (-1: none seen yet, 0 is then returned) and res, its next: what the
+// count gained beyond res's own.
+func besideSince(last int, res *tick.Result) int {
+	if last < 0 {
+		return 0
+	}
+	own := 0
+	if res.Compaction != nil {
+		own = 1
+	}
+	return max(0, res.Context.Compactions-last-own)
 }
 
 // per1000 is n per 1,000 of ticks, to one decimal.
