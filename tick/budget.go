@@ -164,7 +164,7 @@ func (e *Engine) fitStep(ctx context.Context, ts *turnState, msgs []llm.Message)
 		return nil
 	}
 	ts.readFirst = false
-	rec, after, err := e.compact(ctx, c, sleep.TriggerEmergency)
+	rec, after, err := e.compact(ctx, ts, sleep.TriggerEmergency, nil)
 	if err != nil {
 		return fmt.Errorf("emergency compaction: %w", err)
 	}

@@ -285,7 +285,7 @@ func TestCompactionPlansFromTheHeldHistoryOnlyWhenCurrent(t *testing.T) {
 	if !ok {
 		t.Fatal("brom2's history is not held")
 	}
-	got, _, err := env.eng.compact(ctx, c2, sleep.TriggerEmergency)
+	got, _, err := env.eng.compactNow(ctx, c2, sleep.TriggerEmergency)
 	if err != nil || got == nil {
 		t.Fatalf("compaction of the held history: %+v, %v", got, err)
 	}

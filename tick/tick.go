@@ -293,20 +293,9 @@ func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) e
 		ts.readFirst = read
 		return err
 	}
-	// A compaction begun beside the ticks is finished here rather than
-	// summarized again.
-	rec, after, waited, handled, err := e.handOver(ctx, ts.c)
-	ts.modelTime += waited
-	if err != nil {
-		return fmt.Errorf("emergency compaction: %w", err)
-	}
-	if handled {
-		ts.c, ts.comp = after, rec
-		if !ts.c.OverEmergency(ts.c.ContextTokens() + pending) {
-			return nil
-		}
-	}
-	rec, after, err = e.compact(ctx, ts.c, sleep.TriggerEmergency)
+	rec, after, err := e.compact(ctx, ts, sleep.TriggerEmergency, func(c *character.Character) bool {
+		return c.OverEmergency(c.ContextTokens() + pending)
+	})
 	if err != nil {
 		return fmt.Errorf("emergency compaction: %w", err)
 	}
@@ -320,10 +309,40 @@ type liveCompactor interface {
 	CompactLive(ctx context.Context, c *character.Character, live []character.Message, trigger, instruction string) (*sleep.Record, *character.Character, error)
 }
 
-// compact runs a compaction of NPC c for a tick: of the live history held
-// in memory at c's revision when there is one and the Compactor can use it,
-// so that the history is not read again, else as Compactor.Compact does.
-func (e *Engine) compact(ctx context.Context, c *character.Character, trigger string) (*sleep.Record, *character.Character, error) {
+// compact runs a compaction of the NPC a tick holds (ts.c). A compaction
+// begun beside the ticks that is writing its summary is finished instead
+// (handOver, its wait counted as model time), so that the span is not
+// summarized twice; when still, given the NPC it left, says that is not
+// enough (nil: it is), the tick compacts again. The tick's own compaction
+// plans from the live history held in memory at the NPC's revision when
+// there is one and the Compactor can use it, so that the history is not
+// read again, else as Compactor.Compact does. It returns the last
+// compaction (nil when none was made) and the NPC as it left it.
+func (e *Engine) compact(ctx context.Context, ts *turnState, trigger string, still func(*character.Character) bool) (*sleep.Record, *character.Character, error) {
+	rec, after, waited, handled, err := e.handOver(ctx, ts.c)
+	ts.modelTime += waited
+	if err != nil {
+		return nil, nil, err
+	}
+	c := ts.c
+	if handled {
+		if still == nil || !still(after) {
+			return rec, after, nil
+		}
+		c = after
+	}
+	again, after, err := e.compactNow(ctx, c, trigger)
+	if err != nil {
+		return nil, nil, err
+	}
+	if again != nil {
+		rec = again
+	}
+	return rec, after, nil
+}
+
+// compactNow runs the tick's own compaction of NPC c (see compact).
+func (e *Engine) compactNow(ctx context.Context, c *character.Character, trigger string) (*sleep.Record, *character.Character, error) {
 	if lc, ok := e.deps.Compactor.(liveCompactor); ok {
 		if live, ok := e.history.get(c.ID, c.State.HistoryRev); ok {
 			return lc.CompactLive(ctx, c, live, trigger, "")
@@ -370,7 +389,7 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 				ts.recovery = RecoveryCompacted
 				ts.readFirst = false
 				if e.deps.Compactor != nil {
-					rec, after, cerr := e.compact(ctx, ts.c, sleep.TriggerOverflow)
+					rec, after, cerr := e.compact(ctx, ts, sleep.TriggerOverflow, nil)
 					if cerr != nil {
 						return fmt.Errorf("overflow compaction: %w", cerr)
 					}
