@@ -169,11 +169,12 @@ func TestBackgroundCompactionSparesTheTicks(t *testing.T) {
 // starts from a compacted context, so that the ticks that follow stay below
 // the emergency threshold until a compaction begins beside them.
 type slowSummaries struct {
-	env     *testEnv
-	f       *fakeProvider
-	armed   atomic.Bool
-	started chan struct{}
-	release chan struct{}
+	env      *testEnv
+	f        *fakeProvider
+	armed    atomic.Bool
+	overflow atomic.Bool // the next tick call answers that the context overflowed
+	started  chan struct{}
+	release  chan struct{}
 }
 
 func newSlowSummaries(t *testing.T) *slowSummaries {
@@ -186,6 +187,9 @@ func newSlowSummaries(t *testing.T) *slowSummaries {
 			default:
 			}
 			<-s.release
+		}
+		if kind == "tick" && s.overflow.CompareAndSwap(true, false) {
+			return 400, overflowBody, 0
 		}
 		return chatty(kind, n, req)
 	})
@@ -257,6 +261,94 @@ func TestTickFinishesTheBackgroundCompaction(t *testing.T) {
 	}
 	if n := f.count("summary") - summaries; n != 1 {
 		t.Fatalf("%d summaries written, want 1: the tick must finish the background compaction, not summarize again", n)
+	}
+	if recs := records(t, env); len(recs)-before != 1 {
+		t.Fatalf("%d compactions stored, want 1", len(recs)-before)
+	}
+	checkStored(t, env)
+}
+
+// A tick that the provider tells its context overflowed while a compaction
+// begun beside the ticks is writing its summary finishes that compaction
+// (its recovery), instead of summarizing the same span again, then retries.
+func TestOverflowFinishesTheBackgroundCompaction(t *testing.T) {
+	s := newSlowSummaries(t)
+	env, f, release := s.env, s.f, s.release
+	ctx := context.Background()
+	before := len(records(t, env))
+	s.armed.Store(true)
+	summaries := f.count("summary")
+	// Short tales fill the context to 60% of the window; then one long tale
+	// leaves it past the sleep threshold, far enough under the emergency one
+	// that the next tick does not compact before its model call, and grows
+	// it so much that a compaction begins beside the ticks.
+	long := strings.Repeat("The north road is long, the bridge at the ford is down and the wolves are hungry this winter. ", 20)
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("no compaction began beside the ticks")
+		}
+		c, err := env.chars.Get(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tale := fmt.Sprintf("Tale %d: the north road is long.", i)
+		if c.ContextTokens() >= c.ContextWindow*6/10 {
+			tale = long
+		}
+		if res := tickOnce(t, env, tale); res.Compaction != nil {
+			t.Fatalf("tick %d compacted before any compaction began beside the ticks", res.Tick)
+		}
+		if waitSummaryBegun(t, env, s.started) {
+			break
+		}
+	}
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = "Hm?"
+	if c.OverEmergency(c.ContextTokens() + 100) {
+		t.Fatalf("the context (%d tokens) is at the emergency threshold: the tick would compact before its model call", c.ContextTokens())
+	}
+	s.overflow.Store(true)
+	ticks := f.count("tick")
+	waiting := make(chan struct{})
+	env.eng.handingOver = func() { close(waiting) }
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := func() (*Result, error) {
+			if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: line}}); err != nil {
+				return nil, err
+			}
+			return env.eng.Tick(ctx, "brom")
+		}()
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case <-waiting:
+	case res := <-done:
+		t.Fatalf("the tick ended (%+v) without waiting for the summary being written", res)
+	}
+	close(release)
+	res := <-done
+	<-env.eng.Compacting("brom")
+	if res == nil {
+		t.Fatal("the tick failed")
+	}
+	if res.Recovery != RecoveryCompacted {
+		t.Fatalf("recovery %q, want %q", res.Recovery, RecoveryCompacted)
+	}
+	if res.Compaction == nil || res.Compaction.Trigger != sleep.TriggerBackground {
+		t.Fatalf("the tick reported compaction %+v, want the one begun beside the ticks, finished by the overflow's recovery", res.Compaction)
+	}
+	if n := f.count("tick") - ticks; n != 2 {
+		t.Fatalf("%d tick calls, want 2: the overflow, then the retry", n)
+	}
+	if n := f.count("summary") - summaries; n != 1 {
+		t.Fatalf("%d summaries written, want 1: the recovery must finish the background compaction, not summarize again", n)
 	}
 	if recs := records(t, env); len(recs)-before != 1 {
 		t.Fatalf("%d compactions stored, want 1", len(recs)-before)
