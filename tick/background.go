@@ -3,6 +3,7 @@ package tick
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -17,14 +18,15 @@ import (
 // seconds long). When a tick leaves the context past the sleep threshold
 // and so close to the emergency threshold that the next tick like it, or
 // the tool results it awaits, would reach it, the engine compacts beside
-// the ticks instead, as a sleep does: the cut planned under the NPC's lock,
-// ahead of that growth (sleep.NewPlanAhead), so that it ends where the next
-// tick's compaction would have; the summary written outside the lock while
-// the NPC goes on ticking; the commit under the lock again, archiving only
-// the rows planned. The next tick finds the context compacted; or,
-// when it comes before the summary is written and needs the compaction, it
-// waits for that summary and commits it itself (handOver), so that the
-// compaction is never summarized twice.
+// the ticks instead, as a sleep does: the cut planned by that tick, under
+// the NPC's lock, ahead of that growth (sleep.NewPlanAhead), so that it
+// ends where the next tick's compaction would have; the summary written
+// outside the lock while the NPC goes on ticking; the commit under the lock
+// again, archiving only the rows planned. The next tick finds the context
+// compacted; or, when it comes before the summary is written, it goes on
+// without the compaction while its prompt fits the window (rides), and
+// otherwise waits for that summary and commits it itself (handOver), so
+// that the compaction is never summarized twice.
 
 // backgroundCompactor is a Compactor that compacts in the steps a sleep
 // uses (*sleep.Compactor is one).
@@ -124,47 +126,56 @@ func usedTokens(c *character.Character, live []character.Message) int {
 	return c.ContextTokens() - readExcess(c, live)
 }
 
-// besideRun is one background compaction of an NPC. planned and taken are
-// guarded by the NPC's lock; plan and c are set before planned; sum and
-// err before ready is closed.
+// besideRun is one background compaction of an NPC. c and plan are set
+// before the run is stored; taken is guarded by the NPC's lock; sum and
+// err are set before ready is closed.
 type besideRun struct {
-	grew    int  // what the tick that began the run added to the context
-	planned bool // the cut is planned; the summary is being written
-	taken   bool // a tick took the run over (or dropped it): the run only ends
-	c       *character.Character
-	plan    *sleep.Plan
-	sum     sleep.Summary
-	err     error
-	ready   chan struct{} // closed once the summary is written, or the run gave up
-	done    chan struct{} // closed once the run has ended
+	c     *character.Character
+	plan  *sleep.Plan
+	taken bool // a tick took the run over: the run only ends
+	sum   sleep.Summary
+	err   error
+	ready chan struct{} // closed once the summary is written, or the run gave up
+	done  chan struct{} // closed once the run has ended
 }
 
 // compactBeside starts a background compaction of NPC after, as a tick
 // (run with Config.BackgroundCompaction) just left it with the live history
 // live, having grown its context from before tokens (as usedTokens counts
-// it), when foresee says so; at most one runs per NPC.
+// it), when foresee says so; at most one runs per NPC. It is called by
+// that tick, holding the NPC's lock and lease: the cut is planned there,
+// from the history the tick holds, so that the next tick always finds the
+// run planned (it rides it, or finishes it: see rides and handOver).
 // Close cancels it and waits for it: a compaction cancelled before its
 // commit changes nothing.
 func (e *Engine) compactBeside(after *character.Character, live []character.Message, before int) {
+	id := after.ID
+	if _, running := e.compacting.Load(id); running {
+		return
+	}
 	used := usedTokens(after, live)
-	grew := used - before
-	if _, near := e.foresee(after, live, used, grew); !near {
+	foreseen, near := e.foresee(after, live, used, used-before)
+	if !near {
 		return
 	}
 	bc, ok := e.deps.Compactor.(backgroundCompactor)
 	if !ok {
 		return
 	}
-	id := after.ID
-	run := &besideRun{grew: grew, ready: make(chan struct{}), done: make(chan struct{})}
-	if _, running := e.compacting.LoadOrStore(id, run); running {
+	// The plan keeps slices of the history it is given, and the held
+	// history is changed in place by the next tick (afterTurn): the plan
+	// gets a copy of its own. It is made ahead of the growth it foresees,
+	// so that once that has come the context is at its target, as if the
+	// compaction had waited for it.
+	p := sleep.NewPlanAhead(after, slices.Clone(live), sleep.TriggerBackground, foreseen)
+	if p.Empty() {
 		return
 	}
+	run := &besideRun{c: after, plan: p, ready: make(chan struct{}), done: make(chan struct{})}
 	if err := e.begin(); err != nil {
-		e.compacting.CompareAndDelete(id, run)
-		close(run.done)
 		return
 	}
+	e.compacting.Store(id, run)
 	go func() {
 		defer e.inflight.Done()
 		defer close(run.done)
@@ -185,45 +196,12 @@ func (e *Engine) compactBeside(after *character.Character, live []character.Mess
 	}()
 }
 
-// runBeside runs background compaction run of NPC id and returns the
-// compaction it committed, or nil when it committed none: none was needed
-// any more (a tick or a sleep compacted meanwhile), a tick took it over, or
-// it was overtaken (another compaction or a clear archived rows it planned,
-// the NPC was deleted). Nothing is changed then.
+// runBeside writes the summary of background compaction run of NPC id
+// outside the NPC's lock, then commits it under the lock, and returns the
+// compaction it committed, or nil when it committed none: a tick took it
+// over, or it was overtaken (another compaction or a clear archived rows
+// it planned, the NPC was deleted). Nothing is changed then.
 func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id string, run *besideRun) (*sleep.Record, error) {
-	err := e.withNPC(ctx, id, func(ctx context.Context) error {
-		if run.taken {
-			return nil
-		}
-		c, err := e.deps.Characters.Get(ctx, id)
-		if err != nil {
-			return err
-		}
-		live, err := e.liveHistory(ctx, c)
-		if err != nil {
-			return err
-		}
-		// Still needed: a tick or a sleep may have compacted meanwhile.
-		foreseen, near := e.foresee(c, live, usedTokens(c, live), run.grew)
-		if !near {
-			return nil
-		}
-		// The plan keeps slices of the history it is given, and the held
-		// history is changed in place by the next tick (afterTurn): the
-		// plan gets a copy of its own. It is made ahead of the growth it
-		// foresees, so that once that has come the context is at its
-		// target, as if the compaction had waited for it.
-		p := sleep.NewPlanAhead(c, slices.Clone(live), sleep.TriggerBackground, foreseen)
-		if p.Empty() {
-			return nil
-		}
-		run.c, run.plan, run.planned = c, p, true
-		return nil
-	})
-	if err != nil || run.plan == nil {
-		close(run.ready)
-		return nil, ignoreGone(err)
-	}
 	pinned, err := bc.Pinned(ctx, run.plan)
 	if err == nil {
 		run.sum = bc.Summarize(ctx, run.c, run.plan, pinned)
@@ -255,14 +233,71 @@ func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id strin
 	return rec, ignoreGone(err)
 }
 
+// rides reports whether a tick of c, holding the NPC's lock, whose context
+// with its pending new messages is over the emergency threshold may call
+// the model without compacting, because a compaction begun beside the
+// ticks will land after it: one is under way, no tick took it over, its
+// summary is not written yet (a written one is committed at once by
+// compact instead, without a wait), and the whole prompt with the reply
+// reserve still fits the window. The player does not wait for the summary
+// then; a further step of the tick whose prompt no longer fits compacts
+// first (fitStep), finishing that compaction (handOver).
+func (e *Engine) rides(c *character.Character, pending int) bool {
+	if !fitsWindow(c, c.ContextTokens()+pending) {
+		return false
+	}
+	v, ok := e.compacting.Load(c.ID)
+	if !ok {
+		return false
+	}
+	run := v.(*besideRun)
+	if run.taken {
+		return false
+	}
+	select {
+	case <-run.ready:
+		return false
+	default:
+		return true
+	}
+}
+
+// landWritten commits, at the start of a tick (holding the NPC's lock), a
+// compaction begun beside the ticks whose summary is written but which has
+// not landed yet: its run would wait for the lock the tick holds, and the
+// tick would be measured and prompted without it. Nothing waits: a summary
+// still being written is left to its run (or to rides and handOver).
+func (e *Engine) landWritten(ctx context.Context, ts *turnState) error {
+	v, ok := e.compacting.Load(ts.c.ID)
+	if !ok {
+		return nil
+	}
+	run := v.(*besideRun)
+	if run.taken {
+		return nil
+	}
+	select {
+	case <-run.ready:
+	default:
+		return nil
+	}
+	rec, after, _, handled, err := e.handOver(ctx, ts.c)
+	if err != nil {
+		return fmt.Errorf("background compaction: %w", err)
+	}
+	if handled {
+		ts.c, ts.comp = after, rec
+	}
+	return nil
+}
+
 // handOver is called by a tick of c, holding the NPC's lock, that must
 // compact before it calls the model. When a background compaction of the
 // NPC is writing its summary, the tick waits for it (the wait counted as
 // model time, in waited) and commits it itself: handled is then true, and
-// rec and after are the compaction and the NPC it left. A run not planned
-// yet is dropped (it ends once it has the lock), as is one whose summary
-// failed or whose plan another compaction overtook: the tick then compacts
-// as it would have.
+// rec and after are the compaction and the NPC it left. A run whose summary
+// failed, or whose plan another compaction overtook, is dropped: the tick
+// then compacts as it would have.
 func (e *Engine) handOver(ctx context.Context, c *character.Character) (rec *sleep.Record, after *character.Character, waited time.Duration, handled bool, err error) {
 	v, ok := e.compacting.Load(c.ID)
 	if !ok {
@@ -274,7 +309,7 @@ func (e *Engine) handOver(ctx context.Context, c *character.Character) (rec *sle
 	}
 	run.taken = true
 	bc, ok := e.deps.Compactor.(backgroundCompactor)
-	if !run.planned || !ok {
+	if !ok {
 		return nil, nil, 0, false, nil
 	}
 	start := e.deps.Clock.Now()

@@ -173,6 +173,7 @@ type slowSummaries struct {
 	f        *fakeProvider
 	armed    atomic.Bool
 	overflow atomic.Bool // the next tick call answers that the context overflowed
+	note     atomic.Bool // the next tick call writes a long note (a further step follows)
 	started  chan struct{}
 	release  chan struct{}
 }
@@ -190,6 +191,11 @@ func newSlowSummaries(t *testing.T) *slowSummaries {
 		}
 		if kind == "tick" && s.overflow.CompareAndSwap(true, false) {
 			return 400, overflowBody, 0
+		}
+		if kind == "tick" && s.note.CompareAndSwap(true, false) {
+			return 200, completion(openai.ChatCompletionMessage{Role: "assistant", ToolCalls: []openai.ToolCall{{
+				ID: fmt.Sprintf("note_%d", n), Type: "function", Function: openai.FunctionCall{Name: "journal_write",
+					Arguments: fmt.Sprintf(`{"type":"note","content":%q}`, strings.Repeat("The forge is cold and the sword is not on the anvil; ", 37))}}}}), 0
 		}
 		return chatty(kind, n, req)
 	})
@@ -209,8 +215,9 @@ func newSlowSummaries(t *testing.T) *slowSummaries {
 }
 
 // A tick that needs the compaction while the one begun beside the ticks is
-// still writing its summary waits for that summary and commits it: the span
-// is summarized once, and the tick reports the compaction.
+// still writing its summary, its prompt not fitting the window without it,
+// waits for that summary and commits it: the span is summarized once, and
+// the tick reports the compaction.
 func TestTickFinishesTheBackgroundCompaction(t *testing.T) {
 	s := newSlowSummaries(t)
 	env, f, release := s.env, s.f, s.release
@@ -231,14 +238,15 @@ func TestTickFinishesTheBackgroundCompaction(t *testing.T) {
 			break
 		}
 	}
-	// The next tick like the last reaches the emergency threshold: it must
-	// compact, and the background compaction is writing its summary.
+	// A long tale takes the prompt past the window's room for the reply:
+	// the tick must compact, and the background compaction is writing its
+	// summary.
 	waiting := make(chan struct{})
 	env.eng.handingOver = func() { close(waiting) }
 	done := make(chan *Result, 1)
 	go func() {
 		res, err := func() (*Result, error) {
-			if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: "One more tale: the north road is long and the wolves are hungry this winter."}}); err != nil {
+			if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: longTale}}); err != nil {
 				return nil, err
 			}
 			return env.eng.Tick(ctx, "brom")
@@ -282,7 +290,6 @@ func TestOverflowFinishesTheBackgroundCompaction(t *testing.T) {
 	// leaves it past the sleep threshold, far enough under the emergency one
 	// that the next tick does not compact before its model call, and grows
 	// it so much that a compaction begins beside the ticks.
-	long := strings.Repeat("The north road is long, the bridge at the ford is down and the wolves are hungry this winter. ", 20)
 	for i := 0; ; i++ {
 		if i == 200 {
 			t.Fatal("no compaction began beside the ticks")
@@ -293,7 +300,7 @@ func TestOverflowFinishesTheBackgroundCompaction(t *testing.T) {
 		}
 		tale := fmt.Sprintf("Tale %d: the north road is long.", i)
 		if c.ContextTokens() >= c.ContextWindow*6/10 {
-			tale = long
+			tale = longTale
 		}
 		if res := tickOnce(t, env, tale); res.Compaction != nil {
 			t.Fatalf("tick %d compacted before any compaction began beside the ticks", res.Tick)
@@ -352,6 +359,204 @@ func TestOverflowFinishesTheBackgroundCompaction(t *testing.T) {
 	}
 	if recs := records(t, env); len(recs)-before != 1 {
 		t.Fatalf("%d compactions stored, want 1", len(recs)-before)
+	}
+	checkStored(t, env)
+}
+
+// longTale is a line of about 480 tokens.
+var longTale = strings.Repeat("The north road is long, the bridge at the ford is down and the wolves are hungry this winter. ", 20)
+
+// A tick over the emergency threshold while a compaction begun beside the
+// ticks is writing its summary, its prompt still fitting the window, does
+// not wait for that summary: it ticks, and the compaction lands after it,
+// summarized once, with the tick's messages kept live.
+func TestTickRidesTheBackgroundCompaction(t *testing.T) {
+	s := newSlowSummaries(t)
+	env, f, release := s.env, s.f, s.release
+	ctx := context.Background()
+	before := len(records(t, env))
+	s.armed.Store(true)
+	summaries := f.count("summary")
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("no compaction began beside the ticks")
+		}
+		tickOnce(t, env, fmt.Sprintf("Tale %d: the north road is long and the wolves are hungry this winter.", i))
+		if waitSummaryBegun(t, env, s.started) {
+			break
+		}
+	}
+	env.eng.handingOver = func() { t.Error("the tick waited for the summary being written") }
+	// The next tick like the last reaches the emergency threshold.
+	res := tickOnce(t, env, "One more tale: the north road is long and the wolves are hungry this winter.")
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.OverEmergency(c.ContextTokens()) {
+		t.Fatalf("the tick left %d tokens, under the emergency threshold: it proves nothing", c.ContextTokens())
+	}
+	if res.Compaction != nil {
+		t.Fatalf("the tick compacted (%+v) instead of leaving it to the compaction under way", res.Compaction)
+	}
+	live, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := live[len(live)-1].ID
+	close(release)
+	<-env.eng.Compacting("brom")
+	env.eng.handingOver = nil
+	if n := f.count("summary") - summaries; n != 1 {
+		t.Fatalf("%d summaries written, want 1", n)
+	}
+	recs := records(t, env)
+	if len(recs)-before != 1 || recs[len(recs)-1].Trigger != sleep.TriggerBackground {
+		t.Fatalf("%d compactions stored (last %+v), want the one begun beside the ticks", len(recs)-before, recs[len(recs)-1])
+	}
+	after, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after[len(after)-1].ID != newest {
+		t.Fatalf("the newest live message is %d after the compaction, want the tick's %d kept live", after[len(after)-1].ID, newest)
+	}
+	c, err = env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.OverEmergency(c.ContextTokens()) {
+		t.Fatalf("the compaction left %d tokens, over the emergency threshold", c.ContextTokens())
+	}
+	checkStored(t, env)
+}
+
+// A tick that rides the compaction under way beside the ticks and whose
+// turn then outgrows the window finishes that compaction before its next
+// step (fitStep, handOver): the summary is written once, and the step's
+// prompt fits.
+func TestRidingTickThatOutgrowsTheWindowFinishesTheCompaction(t *testing.T) {
+	s := newSlowSummaries(t)
+	env, f, release := s.env, s.f, s.release
+	ctx := context.Background()
+	before := len(records(t, env))
+	s.armed.Store(true)
+	summaries := f.count("summary")
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("no compaction began beside the ticks")
+		}
+		tickOnce(t, env, fmt.Sprintf("Tale %d: the north road is long and the wolves are hungry this winter.", i))
+		if waitSummaryBegun(t, env, s.started) {
+			break
+		}
+	}
+	// The model writes a note of ~450 tokens first: the prompt of its next
+	// step no longer fits the window.
+	s.note.Store(true)
+	ticks := f.count("tick")
+	waiting := make(chan struct{})
+	env.eng.handingOver = func() { close(waiting) }
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := func() (*Result, error) {
+			if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: "One more tale: the north road is long and the wolves are hungry this winter."}}); err != nil {
+				return nil, err
+			}
+			return env.eng.Tick(ctx, "brom")
+		}()
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case <-waiting:
+	case res := <-done:
+		t.Fatalf("the tick ended (%+v) without waiting for the summary being written", res)
+	}
+	if n := f.count("tick") - ticks; n != 1 {
+		t.Fatalf("%d tick calls before the tick waited, want 1: it rides the compaction under way, then waits before its second step", n)
+	}
+	close(release)
+	res := <-done
+	<-env.eng.Compacting("brom")
+	if res == nil {
+		t.Fatal("the tick failed")
+	}
+	if res.Compaction == nil || res.Compaction.Trigger != sleep.TriggerBackground {
+		t.Fatalf("the tick reported compaction %+v, want the one begun beside the ticks", res.Compaction)
+	}
+	if res.InvalidCalls != 0 || res.Usage.LLMCalls != 2 {
+		t.Fatalf("%d invalid calls, %d model calls: want the note written, then the step after it", res.InvalidCalls, res.Usage.LLMCalls)
+	}
+	if n := f.count("summary") - summaries; n != 1 {
+		t.Fatalf("%d summaries written, want 1", n)
+	}
+	if recs := records(t, env); len(recs)-before != 1 {
+		t.Fatalf("%d compactions stored, want 1", len(recs)-before)
+	}
+	checkStored(t, env)
+}
+
+// A tick that finds the summary of a compaction begun beside the ticks
+// written, its run waiting for the NPC's lock to commit it, commits it
+// first (landWritten), without waiting and whatever its context: the run
+// then commits nothing, and the compaction is stored once.
+func TestTickLandsAWrittenCompaction(t *testing.T) {
+	s := newSlowSummaries(t)
+	env, f, release := s.env, s.f, s.release
+	ctx := context.Background()
+	before := len(records(t, env))
+	s.armed.Store(true)
+	summaries := f.count("summary")
+	for i := 0; ; i++ {
+		if i == 200 {
+			t.Fatal("no compaction began beside the ticks")
+		}
+		tickOnce(t, env, fmt.Sprintf("Tale %d: the north road is long and the wolves are hungry this winter.", i))
+		if waitSummaryBegun(t, env, s.started) {
+			break
+		}
+	}
+	v, ok := env.eng.compacting.Load("brom")
+	if !ok {
+		t.Fatal("no compaction under way")
+	}
+	run := v.(*besideRun)
+	var ts *turnState
+	err := env.eng.withNPC(ctx, "brom", func(ctx context.Context) error {
+		close(release)
+		<-run.ready // the summary is written; the run waits for this lock
+		c, err := env.chars.Get(ctx, "brom")
+		if err != nil {
+			return err
+		}
+		if c.OverEmergency(c.ContextTokens()) {
+			t.Errorf("the context (%d tokens) is at the emergency threshold: landing it proves nothing", c.ContextTokens())
+		}
+		ts = &turnState{c: c}
+		return env.eng.landWritten(ctx, ts)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-env.eng.Compacting("brom")
+	if ts.comp == nil || ts.comp.Trigger != sleep.TriggerBackground {
+		t.Fatalf("the tick landed %+v, want the compaction begun beside the ticks", ts.comp)
+	}
+	stored, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts.c.ContextTokens() != stored.ContextTokens() || ts.c.State.Compactions != stored.State.Compactions {
+		t.Fatalf("the tick holds the NPC at %d tokens, %d compactions; stored: %d, %d", ts.c.ContextTokens(), ts.c.State.Compactions, stored.ContextTokens(), stored.State.Compactions)
+	}
+	if n := f.count("summary") - summaries; n != 1 {
+		t.Fatalf("%d summaries written, want 1", n)
+	}
+	if recs := records(t, env); len(recs)-before != 1 {
+		t.Fatalf("%d compactions stored, want 1: the run must not commit the one the tick landed", len(recs)-before)
 	}
 	checkStored(t, env)
 }

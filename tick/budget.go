@@ -153,8 +153,8 @@ func unreadExcess(live []character.Message, exempt func(string) bool) int {
 	return n
 }
 
-// fitStep runs, before a further step of a tick that read its unread tool
-// results first, the emergency compaction that tick skipped if the step's
+// fitStep runs, before a further step of a tick that skipped its emergency
+// compaction (ts.deferred), the compaction it skipped if the step's
 // prompt (msgs, with the tool definitions) and the reply reserve no longer
 // fit the window: the turn's new messages have grown it. It does so once;
 // ts.live is then the history after.
@@ -163,7 +163,7 @@ func (e *Engine) fitStep(ctx context.Context, ts *turnState, msgs []llm.Message)
 	if e.deps.Compactor == nil || fitsWindow(c, e.Counter(c.Model).Messages(msgs)+c.State.ToolTokens) {
 		return nil
 	}
-	ts.readFirst = false
+	ts.deferred = false
 	rec, after, err := e.compact(ctx, ts, sleep.TriggerEmergency, nil)
 	if err != nil {
 		return fmt.Errorf("emergency compaction: %w", err)

@@ -88,11 +88,12 @@ type turnState struct {
 	text     string
 	invalid  int
 	comp     *sleep.Record
-	// readFirst is set when the tick skipped an emergency compaction so
-	// that the model reads its unread tool results first (readFirst): a
-	// further step of the turn then compacts before its call if its prompt
-	// no longer fits the window (fitStep).
-	readFirst bool
+	// deferred is set when the tick skipped an emergency compaction,
+	// because the model reads its unread tool results first (readFirst)
+	// or because a compaction begun beside the ticks lands after it
+	// (rides): a further step of the turn then compacts before its call
+	// if its prompt no longer fits the window (fitStep).
+	deferred bool
 	// modelTime is the time spent in model calls, for the tick's log line.
 	modelTime time.Duration
 	recovery  string
@@ -268,12 +269,19 @@ func callIDs(pcs []character.PendingCall) []string {
 // with the new messages reaches the emergency threshold, unless only tool
 // results the model has not read yet put it there and the prompt fits the
 // window (readFirst): then the model reads them first, and routine masking
-// shrinks them on a later tick. Each step returns the NPC as it leaves it,
-// so the row is never read again.
+// shrinks them on a later tick; or unless a compaction begun beside the
+// ticks is under way and the prompt fits the window (rides): then it lands
+// after the tick, which does not wait for its summary. A compaction begun
+// beside the ticks whose summary is written lands first (landWritten).
+// Each step returns the NPC as it leaves it, so the row is never read
+// again.
 func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) error {
 	comp := e.deps.Compactor
 	if comp == nil {
 		return nil
+	}
+	if err := e.landWritten(ctx, ts); err != nil {
+		return err
 	}
 	if err := e.maskRead(ctx, ts, pending); err != nil {
 		return err
@@ -290,8 +298,12 @@ func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) e
 		return nil
 	}
 	if read, err := e.readFirst(ctx, ts.c, pending); err != nil || read {
-		ts.readFirst = read
+		ts.deferred = read
 		return err
+	}
+	if e.rides(ts.c, pending) {
+		ts.deferred = true
+		return nil
 	}
 	rec, after, err := e.compact(ctx, ts, sleep.TriggerEmergency, func(c *character.Character) bool {
 		return c.OverEmergency(c.ContextTokens() + pending)
@@ -369,7 +381,7 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 		prompt = lp.assembleLent
 	}
 	for step := 0; step < c.MaxSteps; {
-		if step > 0 && ts.readFirst {
+		if step > 0 && ts.deferred {
 			if err := e.fitStep(ctx, ts, prompt(system, ts.live, working, ts.current)); err != nil {
 				return err
 			}
@@ -387,7 +399,7 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 			case "":
 				// Compact, rebuild, retry once.
 				ts.recovery = RecoveryCompacted
-				ts.readFirst = false
+				ts.deferred = false
 				if e.deps.Compactor != nil {
 					rec, after, cerr := e.compact(ctx, ts, sleep.TriggerOverflow, nil)
 					if cerr != nil {
