@@ -251,8 +251,8 @@ func (e *Engine) rides(c *character.Character, pending int) bool {
 		return false
 	}
 	run := v.(*besideRun)
-	if run.taken {
-		return false
+	if run.taken || !c.CreatedAt.Equal(run.c.CreatedAt) {
+		return false // taken over, or of a life of the NPC that is gone
 	}
 	select {
 	case <-run.ready:

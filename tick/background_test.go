@@ -561,6 +561,39 @@ func TestTickLandsAWrittenCompaction(t *testing.T) {
 	checkStored(t, env)
 }
 
+func TestRides(t *testing.T) {
+	env := newEnv(t)
+	born := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens, c.CreatedAt = 1000, 100, born
+	c.ApplyDefaults()
+	c.State.LiveTokens = 850 // over the emergency threshold (800)
+	written := make(chan struct{})
+	close(written)
+	for _, tc := range []struct {
+		name    string
+		run     *besideRun // nil: none under way
+		pending int
+		want    bool
+	}{
+		{"none under way", nil, 0, false},
+		{"summary being written, the prompt fits", &besideRun{c: c, ready: make(chan struct{})}, 40, true},
+		{"the prompt with the reply reserve would not fit", &besideRun{c: c, ready: make(chan struct{})}, 60, false},
+		{"taken over by a tick", &besideRun{c: c, ready: make(chan struct{}), taken: true}, 0, false},
+		{"summary written: committed at once instead", &besideRun{c: c, ready: written}, 0, false},
+		{"of a life of the NPC that is gone", &besideRun{c: &character.Character{ID: "brom", CreatedAt: born.Add(-time.Hour)}, ready: make(chan struct{})}, 0, false},
+	} {
+		env.eng.compacting.Delete("brom")
+		if tc.run != nil {
+			env.eng.compacting.Store("brom", tc.run)
+		}
+		if got := env.eng.rides(c, tc.pending); got != tc.want {
+			t.Errorf("%s: rides = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	env.eng.compacting.Delete("brom")
+}
+
 // waitSummaryBegun reports whether the last tick began a compaction beside
 // the ticks, waiting, when it did, until its summary is asked for (started).
 func waitSummaryBegun(t *testing.T, env *testEnv, started <-chan struct{}) bool {
