@@ -237,11 +237,11 @@ func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id strin
 // with its pending new messages is over the emergency threshold may call
 // the model without compacting, because a compaction begun beside the
 // ticks will land after it: one is under way, no tick took it over, its
-// summary is not written yet (a written one is committed at once by
-// compact instead, without a wait), and the whole prompt with the reply
-// reserve still fits the window. The player does not wait for the summary
-// then; a further step of the tick whose prompt no longer fits compacts
-// first (fitStep), finishing that compaction (handOver).
+// summary is not written yet (a written one is committed at once instead,
+// by landWritten or compact, without a wait), and the whole prompt with
+// the reply reserve still fits the window. The player does not wait for
+// the summary then; a further step of the tick whose prompt no longer fits
+// compacts first (fitStep), finishing that compaction (handOver).
 func (e *Engine) rides(c *character.Character, pending int) bool {
 	if !fitsWindow(c, c.ContextTokens()+pending) {
 		return false
