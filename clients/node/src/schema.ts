@@ -1376,7 +1376,7 @@ export interface components {
             utilization: number;
             /**
              * Format: int64
-             * @description a compaction that ran inside the tick: an emergency or overflow compaction, or one begun beside the ticks that the tick waited for and committed
+             * @description a compaction that ran inside the tick: an emergency or overflow compaction, or one begun beside the ticks that the tick committed (waiting for its summary, or finding it written)
              */
             compaction_id?: number | null;
         };
