@@ -59,9 +59,9 @@ func nearEmergency(c *character.Character, used, grew int) bool {
 // to its context: for each, what the last result of the same tool cost,
 // in live or, once compacted away, as the engine last saw one posted
 // (resultSizes); 0 for a tool never answered. A long observation is the
-// likeliest cause of a sudden jump to the emergency threshold.
-func (e *Engine) awaitedTokens(c *character.Character, live []character.Message) int {
-	n := 0
+// likeliest cause of a sudden jump to the emergency threshold. spared is
+// the part of n from tools exempt from masking, which stays once read.
+func (e *Engine) awaitedTokens(c *character.Character, live []character.Message) (n, spared int) {
 	for _, pc := range c.State.Awaiting.V {
 		last, found := 0, false
 		for i := len(live) - 1; i >= 0; i-- {
@@ -76,8 +76,11 @@ func (e *Engine) awaitedTokens(c *character.Character, live []character.Message)
 			}
 		}
 		n += last
+		if c.Masking.Exempt(pc.Tool) {
+			spared += last
+		}
 	}
-	return n
+	return n, spared
 }
 
 // toolOf keys Engine.resultSizes: an NPC's tool.
@@ -108,13 +111,13 @@ func (e *Engine) forgetPosted(id string) {
 // call for it: a tick like the last past the sleep threshold
 // (nearEmergency), or the awaited results (awaitedTokens), which come
 // before the next tick for sure, when they will take the context to the
-// emergency threshold and the next tick could not read them first (see
-// readFirst: the prompt with them would not fit the window, or the rest of
-// the context is past the sleep threshold). used is the context as
-// usedTokens counts it.
+// emergency threshold and the next tick could not read them first
+// (readFirst's rule, readsFirst: masking is off, the prompt with them would
+// not fit the window, or the rest of the context is past the sleep
+// threshold). used is the context as usedTokens counts it.
 func (e *Engine) foresee(c *character.Character, live []character.Message, used, grew int) (foreseen int, near bool) {
-	awaited := e.awaitedTokens(c, live)
-	readable := fitsWindow(c, used+awaited) && float64(used) < c.Compaction.SleepThreshold*float64(c.ContextWindow)
+	awaited, spared := e.awaitedTokens(c, live)
+	readable := readsFirst(c, used+awaited, used+spared)
 	near = nearEmergency(c, used, grew) || (awaited > 0 && c.OverEmergency(used+awaited) && !readable)
 	return max(grew, awaited), near
 }

@@ -562,22 +562,30 @@ func TestAwaitedTokensForeseeTheToolsLastResult(t *testing.T) {
 		{Role: llm.RoleAssistant},
 	}
 	e := &Engine{}
-	if got := e.awaitedTokens(c, live); got != 520 {
+	if got, _ := e.awaitedTokens(c, live); got != 520 {
 		t.Fatalf("awaitedTokens = %d, want 520, the last look result's cost", got)
 	}
 	c.State.Awaiting.V = append(c.State.Awaiting.V, character.PendingCall{ID: "b", Tool: "inventory"}, character.PendingCall{ID: "c", Tool: "smell"})
-	if got := e.awaitedTokens(c, live); got != 520+90 {
+	if got, _ := e.awaitedTokens(c, live); got != 520+90 {
 		t.Fatalf("awaitedTokens = %d, want %d: each awaited call's tool's last result, none for a tool never answered", got, 520+90)
 	}
 	// A result compacted away is foreseen as the engine saw it posted;
 	// one in the live history is newer than any posted before it.
 	e.notePosted("brom", []*character.Message{{ToolName: "smell", ViewTokens: 40}, {ToolName: "look", ViewTokens: 999}})
-	if got := e.awaitedTokens(c, live); got != 520+90+40 {
+	if got, _ := e.awaitedTokens(c, live); got != 520+90+40 {
 		t.Fatalf("awaitedTokens = %d, want %d", got, 520+90+40)
 	}
 	e.forgetPosted("brom")
-	if got := e.awaitedTokens(c, live); got != 520+90 {
+	if got, _ := e.awaitedTokens(c, live); got != 520+90 {
 		t.Fatalf("awaitedTokens after the NPC is forgotten = %d, want %d", got, 520+90)
+	}
+	// What masking spares once read: the results of exempt tools.
+	if _, spared := e.awaitedTokens(c, live); spared != 0 {
+		t.Fatalf("spared = %d with no tool exempt, want 0", spared)
+	}
+	c.Masking.ExemptTools.V = []string{"inventory"}
+	if n, spared := e.awaitedTokens(c, live); n != 520+90 || spared != 90 {
+		t.Fatalf("awaitedTokens with inventory exempt = %d, spared %d; want %d, spared 90", n, spared, 520+90)
 	}
 }
 
@@ -656,7 +664,18 @@ func TestForesee(t *testing.T) {
 		{"past the sleep threshold, nothing awaited, the next tick short of the emergency", 1450, 50, false, false, 0, false},
 		{"past the sleep threshold, the next tick like the last at the emergency", 1600, 50, false, true, 50, true},
 		{"below the sleep threshold, a tick that grew much", 1300, 400, false, false, 0, false},
+		// readFirst's rule, as the next tick applies it.
+		{"a look awaited that would fit, with masking off", 1300, 50, true, true, 500, true},
+		{"a look awaited that would fit, of a tool exempt from masking", 1300, 50, true, true, 500, true},
 	} {
+		on, off := true, false
+		c.Masking.Enabled, c.Masking.ExemptTools.V = &on, nil
+		switch {
+		case strings.HasSuffix(tc.name, "with masking off"):
+			c.Masking.Enabled = &off
+		case strings.HasSuffix(tc.name, "exempt from masking"):
+			c.Masking.ExemptTools.V = []string{"look"}
+		}
 		c.State.LiveTokens = tc.used
 		c.State.Awaiting.V = nil
 		if tc.awaitsLook {
@@ -697,13 +716,13 @@ func TestPostedResultsAreNotedAndForgotten(t *testing.T) {
 	}
 	c.State.Awaiting.V = []character.PendingCall{{ID: "next", Tool: "look"}}
 	// No live history: only the note can tell.
-	if got := env.eng.awaitedTokens(c, nil); got != posted.ViewTokens {
+	if got, _ := env.eng.awaitedTokens(c, nil); got != posted.ViewTokens {
 		t.Fatalf("a look awaited after its last result was compacted away is foreseen at %d tokens, want the %d the posted one cost", got, posted.ViewTokens)
 	}
 	if err := env.eng.DeleteNPC(ctx, "brom"); err != nil {
 		t.Fatal(err)
 	}
-	if got := env.eng.awaitedTokens(c, nil); got != 0 {
+	if got, _ := env.eng.awaitedTokens(c, nil); got != 0 {
 		t.Fatalf("the deleted NPC's note is still there: %d tokens foreseen", got)
 	}
 }

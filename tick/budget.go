@@ -128,8 +128,17 @@ func mayReadFirst(c *character.Character, live []character.Message, pending int)
 	if !mayFit(c, pending) {
 		return false
 	}
-	rest := c.ContextTokens() + pending - unreadExcess(live, c.Masking.Exempt)
-	return float64(rest) < c.Compaction.SleepThreshold*float64(c.ContextWindow)
+	total := c.ContextTokens() + pending
+	return readsFirst(c, total, total-unreadExcess(live, c.Masking.Exempt))
+}
+
+// readsFirst is readFirst's rule on a context of total tokens, of which
+// rest remain without what masking the unread tool results saves once they
+// are read: masking is on, total with the reply reserve fits the window,
+// and rest is under the sleep threshold. foresee applies it to the results
+// a tick awaits.
+func readsFirst(c *character.Character, total, rest int) bool {
+	return c.Masking.On() && fitsWindow(c, total) && float64(rest) < c.Compaction.SleepThreshold*float64(c.ContextWindow)
 }
 
 // fitsWindow reports whether a prompt of tokens (ContextTokens plus what a
