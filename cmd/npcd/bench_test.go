@@ -103,6 +103,34 @@ func TestBenchTicksReportsIndexRebuilds(t *testing.T) {
 	}
 }
 
+// bench ticks counts the compactions run beside the ticks, which no tick
+// reports, apart from those inside them, and the whole tick's p99 (model
+// included) is never under npcd's own: one NPC ticked 150 times compacts.
+func TestBenchTicksCountsCompactionsBesideTheTicks(t *testing.T) {
+	measure := func(flags ...string) bench.TickMeasure {
+		t.Helper()
+		var out, errb bytes.Buffer
+		args := append([]string{"bench", "ticks", "--npcs", "1", "--ticks", "150", "--latency", "1ms", "--json"}, flags...)
+		if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+			t.Fatalf("bench ticks %v: %v\n%s", flags, err, errb.String())
+		}
+		var m bench.TickMeasure
+		if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &m); err != nil {
+			t.Fatalf("not one JSON object: %v\n%s", err, out.String())
+		}
+		if m.LatencyP99MS < m.P99MS || m.LatencyP99MS < 1 {
+			t.Errorf("%v: whole-tick p99 %.3f ms, under npcd's own p99 %.3f ms or the model's 1 ms", flags, m.LatencyP99MS, m.P99MS)
+		}
+		return m
+	}
+	if m := measure(); m.BackgroundCompactions == 0 {
+		t.Errorf("no compaction counted beside the ticks (%d inside them)", m.Compactions)
+	}
+	if m := measure("--background-compaction=false"); m.BackgroundCompactions != 0 || m.Compactions == 0 {
+		t.Errorf("--background-compaction=false: %d compactions beside the ticks, %d inside; want none beside, some inside", m.BackgroundCompactions, m.Compactions)
+	}
+}
+
 // The setup of bench ticks (the archived history, the warm-up round) is
 // labelled bench=setup in its CPU profile, so that go tool pprof
 // -tagignore bench=setup shows the measured ticks alone. A profile holds
@@ -213,6 +241,13 @@ func TestBenchTokensJSON(t *testing.T) {
 	}
 	if want := float64(npcd.SummarizerCalls) * 1000 / float64(npcd.Ticks); math.Abs(npcd.SummarizerPer1000-want) > 0.05 {
 		t.Errorf("summarizer calls per 1,000 ticks = %v, want %.1f", npcd.SummarizerPer1000, want)
+	}
+	by := 0
+	for _, n := range npcd.CompactionsBy {
+		by += n
+	}
+	if by != npcd.Compactions || npcd.CompactionsBy["background"] == 0 {
+		t.Errorf("npcd compactions by trigger %v, want them to add up to %d, some beside the ticks", npcd.CompactionsBy, npcd.Compactions)
 	}
 	if unb.SummarizerCalls != 0 || trunc.SummarizerCalls != 0 || unb.Compactions != 0 || trunc.Compactions != 0 {
 		t.Errorf("the baselines compact nothing: %+v, %+v", unb, trunc)
