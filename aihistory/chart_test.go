@@ -84,3 +84,21 @@ func TestChartFiles(t *testing.T) {
 		}
 	}
 }
+
+// Every compaction trigger has a marker of its own on the chart.
+func TestEveryTriggerHasItsOwnMarker(t *testing.T) {
+	seen := map[byte]string{}
+	for _, trig := range sleep.Triggers {
+		s := styleOf(trig)
+		if s.letter == '?' {
+			t.Errorf("trigger %q has no marker", trig)
+		}
+		if other, ok := seen[s.letter]; ok {
+			t.Errorf("triggers %q and %q share the marker %c", other, trig, s.letter)
+		}
+		seen[s.letter] = trig
+	}
+	if styleOf(sleep.TriggerBackground).letter != 'B' {
+		t.Errorf("background compactions are marked %c, want B", styleOf(sleep.TriggerBackground).letter)
+	}
+}
