@@ -64,6 +64,7 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 	f.StringVar(&tb.DB, "db", "", "measure on this PostgreSQL database (postgres://…), in a schema of its own dropped after; default a new SQLite file")
 	f.IntVar(&tb.CacheMB, "index-cache-mb", 128, "memory the search index cache may hold, in MiB (the daemon's NPCD_INDEX_CACHE_MB)")
 	f.StringVar(&tb.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run (preparation included) to this file")
+	f.StringVar(&tb.MemProfile, "memprofile", "", "write a heap profile, taken after the last measured round with the worlds still open, to this file")
 	f.BoolVar(&tb.HTTP, "http", false, "tick through the real daemon on a loopback port: one client request per NPC tick, then batches of 100 (latencies include the model)")
 
 	var to TokenOptions

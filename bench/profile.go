@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 )
@@ -29,4 +30,27 @@ func startCPUProfile(path string) (stop func(), err error) {
 			f.Close()
 		})
 	}, nil
+}
+
+// writeMemProfile writes the memory profile named profile ("heap", whose
+// default view is what is live; "allocs", what was allocated) to path,
+// after a garbage collection so that what is live is up to date, for
+// --memprofile. With no path it does nothing.
+func writeMemProfile(path, profile string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	runtime.GC()
+	err = pprof.Lookup(profile).WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return nil
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -116,18 +114,8 @@ func SleepSweep(ctx context.Context, out io.Writer, h Harness, o SleepOptions) e
 		return err
 	default:
 	}
-	if o.MemProfile != "" {
-		f, err := os.Create(o.MemProfile)
-		if err != nil {
-			return err
-		}
-		err = pprof.Lookup("allocs").WriteTo(f, 0)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
+	if err := writeMemProfile(o.MemProfile, "allocs"); err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "  sweep of %d NPCs: %s (%.1f ms per NPC, %.0f NPCs/s); %d entries consolidated, %d memories, %d compactions\n",
 		npcs, took.Round(time.Millisecond), float64(took.Milliseconds())/float64(npcs), float64(npcs)/took.Seconds(), consolidated, added, compactions)

@@ -41,6 +41,10 @@ type TickOptions struct {
 	// CPUProfile, when set, names a file for a CPU profile of the whole
 	// run, preparation included.
 	CPUProfile string
+	// MemProfile, when set, names a file for a heap profile taken after
+	// the last measured round, while the worlds are still open (with
+	// several --npcs, of the last count).
+	MemProfile string
 }
 
 // Check refuses bad options, naming the flag of npcd bench ticks.
@@ -56,6 +60,8 @@ func (b TickOptions) Check() error {
 		return fmt.Errorf("--sittings must be between 1 and 1000")
 	case b.HTTP && b.Sittings > 1:
 		return fmt.Errorf("--http runs the daemon as configured: it takes no --sittings")
+	case b.HTTP && b.MemProfile != "":
+		return fmt.Errorf("--memprofile profiles the in-process worlds: it takes no --http")
 	case b.Others < 0:
 		return fmt.Errorf("--others must not be negative")
 	case b.Latency < 0:
@@ -196,6 +202,11 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		return err
 	}
 	defer stopProfile()
+	// The heap profile is written once the rounds are measured: a path
+	// that cannot be written is refused before them.
+	if err := writeMemProfile(b.MemProfile, "heap"); err != nil {
+		return err
+	}
 	report := func(m *TickMeasure) error {
 		if b.JSON {
 			return json.NewEncoder(out).Encode(m)
@@ -309,6 +320,11 @@ func benchTickWorlds(ctx context.Context, out, progress io.Writer, h Harness, b 
 				if err := w.measureRound(ctx, b.Workers, &accs[i]); err != nil {
 					return err
 				}
+			}
+		}
+		if s == sittings-1 {
+			if err := writeMemProfile(b.MemProfile, "heap"); err != nil {
+				return err
 			}
 		}
 		cpu[s] = make([]float64, len(worlds))

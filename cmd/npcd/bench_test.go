@@ -162,6 +162,40 @@ func TestBenchTicksProfileLabelsTheSetup(t *testing.T) {
 	}
 }
 
+// --memprofile writes a heap profile of the run, and an impossible path is
+// an error naming the flag.
+func TestBenchTicksMemProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heap.pprof")
+	var out, errb bytes.Buffer
+	args := []string{"bench", "ticks", "--npcs", "2", "--ticks", "4", "--memprofile", path}
+	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+		t.Fatalf("bench ticks: %v\n%s", err, errb.String())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("the profile is not gzipped: %v", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"inuse_space", "alloc_space"} {
+		if !bytes.Contains(raw, []byte(s)) {
+			t.Fatalf("the heap profile holds no %q", s)
+		}
+	}
+	errb.Reset()
+	args = []string{"bench", "ticks", "--npcs", "2", "--ticks", "4", "--memprofile", filepath.Join(t.TempDir(), "missing", "heap.pprof")}
+	if err := run(context.Background(), args, &out, &errb, os.Getenv); err == nil || !strings.Contains(err.Error(), "--memprofile") {
+		t.Fatalf("an impossible path: %v, want an error naming --memprofile", err)
+	}
+}
+
 func TestBenchTicksHTTP(t *testing.T) {
 	var out, errb bytes.Buffer
 	args := []string{"bench", "ticks", "--npcs", "2", "--ticks", "4", "--http", "--json"}
