@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"hash/maphash"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -43,22 +44,39 @@ type Counter struct {
 	// without the tokenizer's regular expression.
 	split func(string) int
 	mu    sync.RWMutex
-	cache map[string]int
-	bytes int
-	// pieces holds the token counts of pieces, at most cacheEntries of
+	// texts holds the counts of the texts counted, by their hash
+	// (textHash), in two generations: a text is looked up in both, and
+	// once texts holds textEntries the generation is over: texts becomes
+	// older and the older one is dropped. A text found only in older is
+	// kept in texts again, so the texts every prompt repeats stay however
+	// many others pass through.
+	texts, older map[uint64]int32
+	textCap      int // textEntries
+	// pieces holds the token counts of pieces, at most pieceEntries of
 	// them in pieceBytes in all, and starts afresh when full.
 	pieces     map[string]int
 	pieceBytes int
 }
 
-// The cache holds at most cacheEntries texts of cacheBytes in all and
-// starts afresh when full. Short texts are cached too: roles, names, call
-// ids and arguments recur in every prompt, and tokenizing even a short one
-// allocates several matches.
-const (
-	cacheEntries = 32768
-	cacheBytes   = 8 << 20
-)
+// textEntries is how many texts a generation of the cache holds. Keyed by
+// a hash, an entry costs some 16 bytes whatever the text's length, so the
+// two generations hold the lines of a large world's prompts (a thousand
+// NPCs of a hundred messages each) in about 4 MiB. Short texts are cached
+// too: roles, names, call ids and arguments recur in every prompt, and
+// tokenizing even a short one allocates several matches.
+const textEntries = 1 << 17
+
+// pieceEntries bounds the piece cache.
+const pieceEntries = 32768
+
+// textSeed seeds textHash, one per process.
+var textSeed = maphash.MakeSeed()
+
+// textHash keys a text in the cache. Two texts whose 64-bit hashes are
+// equal would share a count: among the quarter million texts the cache
+// holds at most, that happens with a chance of about one in five hundred
+// million, and would only make a count an estimate.
+func textHash(s string) uint64 { return maphash.String(textSeed, s) }
 
 // NewCounter returns the counter for model: o200k_base for the gpt-4o,
 // gpt-4.1, gpt-5 and o-series families, cl100k_base for everything else
@@ -79,7 +97,7 @@ func NewCounter(model string) *Counter {
 
 // newCounter returns a new counter of codec.
 func newCounter(codec tokenizer.Codec) *Counter {
-	c := &Counter{codec: codec, cache: map[string]int{}, pieces: map[string]int{}}
+	c := &Counter{codec: codec, texts: map[uint64]int32{}, textCap: textEntries, pieces: map[string]int{}}
 	if codec.GetName() == "cl100k_base" {
 		c.split = cl100kPiece
 	}
@@ -150,29 +168,46 @@ func (c *Counter) count(s string) int {
 	if s == "" {
 		return 0
 	}
+	h := textHash(s)
 	c.mu.RLock()
-	n, ok := c.cache[s]
+	n, fresh, ok := c.cached(h)
 	if !ok {
 		n, ok = c.withBreaks(s)
+		fresh = true
 	}
 	c.mu.RUnlock()
-	if ok {
+	if ok && fresh {
 		return n
 	}
-	n = c.tokenize(s)
+	if !ok {
+		n = c.tokenize(s)
+	}
 	c.mu.Lock()
-	if len(c.cache) >= cacheEntries || c.bytes+len(s) > cacheBytes {
-		clear(c.cache)
-		c.bytes = 0
-	}
-	if len(s) <= cacheBytes/64 {
-		// A copy: s may be a line of a much longer text, which the
-		// cache must not keep alive.
-		c.cache[strings.Clone(s)] = n
-		c.bytes += len(s)
-	}
+	c.keep(h, n)
 	c.mu.Unlock()
 	return n
+}
+
+// cached returns the count of the text whose hash is h, and whether the
+// newer generation holds it (fresh). The caller holds c.mu, at least for
+// reading.
+func (c *Counter) cached(h uint64) (n int, fresh, ok bool) {
+	if k, ok := c.texts[h]; ok {
+		return int(k), true, true
+	}
+	if k, ok := c.older[h]; ok {
+		return int(k), false, true
+	}
+	return 0, false, false
+}
+
+// keep caches n as the count of the text whose hash is h, in the newer
+// generation, starting a new one when it is full. The caller holds c.mu.
+func (c *Counter) keep(h uint64, n int) {
+	if len(c.texts) >= c.textCap {
+		c.older, c.texts = c.texts, make(map[uint64]int32, c.textCap/8)
+	}
+	c.texts[h] = int32(min(n, 1<<31-1))
 }
 
 // withBreaks counts s, a line and the line breaks after it, from the
@@ -191,7 +226,7 @@ func (c *Counter) withBreaks(s string) (int, bool) {
 	if line == "" || len(line) == len(s) {
 		return 0, false
 	}
-	n, ok := c.cache[line]
+	n, _, ok := c.cached(textHash(line))
 	if !ok || !utf8.ValidString(line) || strings.IndexByte(line, 0x7f) >= 0 {
 		// The tokenizer counted that line whole, by its own split.
 		return 0, false
@@ -260,7 +295,7 @@ func (c *Counter) tokenize(s string) int {
 			// it as it would within the text.
 			k = c.codecCount(p)
 			c.mu.Lock()
-			if len(c.pieces) >= cacheEntries || c.pieceBytes+len(p) > pieceBytes {
+			if len(c.pieces) >= pieceEntries || c.pieceBytes+len(p) > pieceBytes {
 				clear(c.pieces)
 				c.pieceBytes = 0
 			}

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -257,5 +258,41 @@ func TestCounterToolsKeepsNoSchema(t *testing.T) {
 	want := tokensToolsHeader + tokensPerTool + c.Text("give") + c.Text(string(schema))
 	if after != want || after == before {
 		t.Errorf("Tools after the schema changed = %d, want %d (before: %d)", after, want, before)
+	}
+}
+
+// A text counted again and again stays in the cache however many others
+// pass through it, the cache holds at most two generations of texts, and
+// every count is the tokenizer's.
+func TestCounterKeepsRecurringTexts(t *testing.T) {
+	c := newCounter(cl100k())
+	c.textCap = 16
+	const recurring = "Brom wipes the counter and nods."
+	want := c.codecCount(recurring)
+	if got := c.Text(recurring); got != want {
+		t.Fatalf("first count %d, want %d", got, want)
+	}
+	for i := range 400 {
+		s := fmt.Sprintf("traveler %d asks about the road to Varn", i)
+		if got, want := c.Text(s), c.codecCount(s); got != want {
+			t.Fatalf("%q: %d tokens, want %d", s, got, want)
+		}
+		if i%10 == 0 {
+			c.mu.RLock()
+			_, _, cached := c.cached(textHash(recurring))
+			c.mu.RUnlock()
+			if !cached {
+				t.Fatalf("after %d other texts the recurring one is no longer cached", i+1)
+			}
+			if got := c.Text(recurring); got != want {
+				t.Fatalf("recount %d, want %d", got, want)
+			}
+		}
+		if len(c.texts) > c.textCap || len(c.older) > c.textCap {
+			t.Fatalf("the cache holds %d + %d texts, over two generations of %d", len(c.texts), len(c.older), c.textCap)
+		}
+	}
+	if _, _, cached := c.cached(textHash("traveler 0 asks about the road to Varn")); cached {
+		t.Fatal("a text counted once, long ago, is still cached")
 	}
 }
