@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -49,10 +50,72 @@ func (refuseLoader) Load(url string) (any, error) {
 // MaxSchemaBytes bounds one tool's parameter schema.
 const MaxSchemaBytes = 16 << 10
 
+// compiled keeps compiled schemas by tool name and parameter schema: the
+// NPCs of a world mostly declare the same tools, and npcd's internal
+// tools are the same for all, so one compiled schema serves every NPC that
+// declares it. A compiled schema is only read once built: validating with
+// it is safe from any goroutine.
+var compiled schemaCache
+
+// schemaCache holds compiled schemas in two generations: once the newer
+// holds schemaEntries, it becomes the older and the older is dropped; one
+// found only in the older is kept in the newer again. So the tools most
+// NPCs declare stay, whatever schemas pass through.
+type schemaCache struct {
+	mu           sync.Mutex
+	newer, older map[string]*jsonschema.Schema
+}
+
+// schemaEntries is how many schemas a generation of compiled holds.
+const schemaEntries = 512
+
+func (c *schemaCache) get(key string) (*jsonschema.Schema, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.newer[key]; ok {
+		return s, true
+	}
+	s, ok := c.older[key]
+	if ok {
+		c.keep(key, s)
+	}
+	return s, ok
+}
+
+func (c *schemaCache) put(key string, s *jsonschema.Schema) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keep(key, s)
+}
+
+// keep adds s to the newer generation; c.mu must be held.
+func (c *schemaCache) keep(key string, s *jsonschema.Schema) {
+	if c.newer == nil || len(c.newer) >= schemaEntries {
+		c.older, c.newer = c.newer, make(map[string]*jsonschema.Schema)
+	}
+	c.newer[key] = s
+}
+
+// compileSchema compiles the parameter schema params of the tool name, or
+// finds it compiled (compiled).
 func compileSchema(name string, params json.RawMessage) (*jsonschema.Schema, error) {
 	if len(params) > MaxSchemaBytes {
 		return nil, fmt.Errorf("schema is larger than %d bytes", MaxSchemaBytes)
 	}
+	key := name + "\x00" + string(params)
+	if s, ok := compiled.get(key); ok {
+		return s, nil
+	}
+	s, err := compileNew(name, params)
+	if err != nil {
+		return nil, err
+	}
+	compiled.put(key, s)
+	return s, nil
+}
+
+// compileNew compiles the parameter schema params of the tool name.
+func compileNew(name string, params json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
 	if err != nil {
 		return nil, err
