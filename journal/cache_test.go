@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -267,4 +268,58 @@ func fourNPCs(t *testing.T) (e *testEnv, ids, texts []string) {
 		e.say(t, id, t0, texts, nil)
 	}
 	return e, ids, texts
+}
+
+// Searches borrow their rank scratch and give it back: no NPC's index
+// keeps one between searches, searches of many NPCs at once each work in
+// a scratch of their own, and the scratch kept for the next searches is
+// bounded.
+func TestSearchesShareRankScratch(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var ids []string
+	for i := range 12 {
+		id := fmt.Sprintf("npc%d", i)
+		ids = append(ids, id)
+		e.npc(t, id, t0)
+		e.say(t, id, t0, []string{
+			fmt.Sprintf("Alice owes %s %d gold for the sword.", id, i),
+			"The north road is busy today.",
+			fmt.Sprintf("%s keeps the key of the cellar under the anvil.", id),
+		}, nil)
+	}
+	r := e.retriever(t)
+	want := map[string]int64{}
+	for _, id := range ids {
+		res, err := r.Search(ctx, id, "gold sword", 1)
+		if err != nil || len(res) != 1 {
+			t.Fatalf("%s: %v, %d results", id, err, len(res))
+		}
+		want[id] = res[0].ID
+	}
+	// The same searches, all at once, find the same rows.
+	var wg sync.WaitGroup
+	for round := range 4 {
+		for _, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := r.Search(ctx, id, "gold sword", 1)
+				if err != nil || len(res) != 1 || res[0].ID != want[id] {
+					t.Errorf("round %d, %s: %v, %+v, want row %d", round, id, err, res, want[id])
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, x := range r.npcs {
+		if x.rs != nil {
+			t.Errorf("%s's index keeps a rank scratch between searches", id)
+		}
+	}
+	if n := len(r.scratch.free); n < 1 || n > maxFreeScratch {
+		t.Fatalf("%d scratches kept, want 1 to %d", n, maxFreeScratch)
+	}
 }

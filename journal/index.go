@@ -87,9 +87,11 @@ type npcIndex struct {
 	dl       []uint32 // length of each item in words
 	totalLen int64
 	kwScores []float32 // scratch for keyword scores, reused by each search
-	rs       rankScratch
-	kwTops   [3]hitHeap // scratch for the keyword channel's best per kind
-	touched  []int32
+	// rs is the rank scratch a search borrows for its length (see
+	// scratchList); nil between searches.
+	rs      *rankScratch
+	kwTops  [3]hitHeap // scratch for the keyword channel's best per kind
+	touched []int32
 	// pending are items still without a vector, with the text to embed.
 	pending map[int32]string
 	lastMsg int64
@@ -156,7 +158,7 @@ func (x *npcIndex) bytes() int64 {
 	return x.vecs.bytes() + int64(cap(x.vecScale))*4 + int64(cap(x.vecTmp))*4 + int64(cap(x.qc)) + x.qSparse.bytes() +
 		int64(cap(x.items))*48 + int64(cap(x.byID[kindJournal])+cap(x.byID[kindMessage]))*4 + int64(len(x.memPos)+len(x.unordered))*40 + int64(cap(x.scores))*4 +
 		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
-		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() + x.rs.bytes() +
+		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() +
 		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24 + int64(len(x.oldMems))*(int64(x.dims)+oldMemOverhead)
 }
 

@@ -86,6 +86,8 @@ type Retriever struct {
 	log      zerolog.Logger
 
 	access accessLog
+	// scratch keeps the rank scratch of the searches that ended.
+	scratch scratchList
 
 	mu   sync.Mutex
 	npcs map[string]*npcIndex
@@ -853,7 +855,7 @@ func parallel(n, cost int, work func(lo, hi int)) {
 // topNInto appends to dst the positions of the n highest of scores[lo:],
 // counted from 0, best first, in the heap scratch of x.
 func (x *npcIndex) topNInto(dst []int32, scores []float32, lo, n int) []int32 {
-	return topNAppend(dst, &x.rs.heap, scores, lo, n)
+	return topNAppend(dst, &x.scratch().heap, scores, lo, n)
 }
 
 // topNAppend appends to dst the positions of the n highest positive

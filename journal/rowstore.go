@@ -8,10 +8,11 @@ const blockRows = 64
 
 // rowStore holds rows of dims values each (an item's vector), appended in
 // item order, in blocks of blockRows rows. Appending never copies what the
-// store holds beyond its first block: a single slice grown by append
+// store holds beyond its last block: a single slice grown by append
 // would copy every vector of a long-lived NPC again each time it grew,
-// about four times each vector's size over its life. The first block grows
-// by doubling, so a young NPC holds little.
+// about four times each vector's size over its life. Each block grows by
+// doubling up to blockRows rows, so a young NPC holds little, nor does a
+// world of many NPCs hold the unused half of each one's last block.
 type rowStore[T float32 | int8] struct {
 	dims   int
 	n      int // rows held
@@ -32,11 +33,7 @@ func (s *rowStore[T]) grow(k int) {
 	for k > 0 {
 		last := len(s.blocks) - 1
 		if last < 0 || len(s.blocks[last]) == blockRows*d {
-			if last < 0 {
-				s.blocks = append(s.blocks, make([]T, 0, min(k, blockRows)*d))
-			} else {
-				s.blocks = append(s.blocks, make([]T, 0, blockRows*d))
-			}
+			s.blocks = append(s.blocks, make([]T, 0, min(k, blockRows)*d))
 			last++
 		}
 		b := s.blocks[last]

@@ -45,10 +45,14 @@ func TestRowStoreGrowsWithoutLosingRows(t *testing.T) {
 			}
 		}
 	}
-	// Past the first block, blocks are allocated once, whole.
-	for i, b := range s.blocks[1:] {
-		if cap(b) != blockRows*d {
-			t.Fatalf("block %d: capacity %d, want %d", i+1, cap(b), blockRows*d)
+	// Every block but the last is full and no larger than a block; the
+	// last grows by doubling, so it holds at most twice its rows.
+	for i, b := range s.blocks {
+		if i < len(s.blocks)-1 && (len(b) != blockRows*d || cap(b) != blockRows*d) {
+			t.Fatalf("block %d: %d values in a capacity of %d, want %d in %d", i, len(b), cap(b), blockRows*d, blockRows*d)
+		}
+		if cap(b) > blockRows*d || cap(b) > 2*len(b) {
+			t.Fatalf("block %d: capacity %d for %d values", i, cap(b), len(b))
 		}
 	}
 	if got, min := s.bytes(), int64(want*d*4); got < min {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -159,6 +160,10 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 		return nil, err
 	}
 	defer r.release(x)
+	// Deferred after release, so run before it: the scratch goes back
+	// while the search still holds x.
+	x.rs = r.scratch.get()
+	defer func() { r.scratch.put(x.rs); x.rs = nil }()
 	x.bound = o.Window
 	defer func() { x.bound, x.qv, x.semQ, x.noVecPool = 0, nil, nil, false }()
 	qv, err := r.queryVector(ctx, x, query)
@@ -184,9 +189,9 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	}
 	// The hits are read only during this search: their array is kept
 	// for the next one.
-	hits := x.keywordInto(x.rs.hits, terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
+	hits := x.keywordInto(x.scratch().hits, terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
 	if hits != nil {
-		x.rs.hits = hits[:0]
+		x.scratch().hits = hits[:0]
 	}
 	named := x.named(terms)
 	ranked := r.rank(x, qv != nil && !x.noVecPool, x.wv != nil, hits, pool, now, named)
@@ -312,7 +317,7 @@ func (r *Retriever) queryVector(ctx context.Context, x *npcIndex, query string) 
 // working context ranks hundreds of candidates at every tick.
 func (r *Retriever) rank(x *npcIndex, haveVec, haveSem bool, hits []kwHit, pool int, now time.Time, named map[int32]bool) []candidate {
 	cfg := r.cfg
-	rs := &x.rs
+	rs := x.scratch()
 	rs.reset(len(x.items))
 	// BM25 is scaled by the best hit among the NPC's searchable rows.
 	kw := rs.kw[:0]
@@ -585,7 +590,60 @@ type kwPos struct {
 	s float64
 }
 
-// rankScratch is what rank works in, kept in the index between searches so
+// scratchList keeps the rank scratch of the searches that ended, at most
+// maxFreeScratch of them, for the next ones. A search borrows one for its
+// length (npcIndex.rs), so a world of many NPCs holds about as many as
+// search at once, not one per NPC: with a thousand NPCs, one each held
+// some 30 MB.
+type scratchList struct {
+	mu   sync.Mutex
+	free []*rankScratch
+}
+
+// maxFreeScratch bounds scratchList: more than the searches a daemon runs
+// at once on a few cores (a batch tick runs up to 32 ticks at once; a
+// scratch is made again when none is free).
+const maxFreeScratch = 32
+
+// maxScratchBytes is the largest scratch scratchList keeps.
+const maxScratchBytes = 1 << 20
+
+// scratch returns the rank scratch x works in: the one its search borrowed,
+// or, for a caller outside a search, one of its own, made once.
+func (x *npcIndex) scratch() *rankScratch {
+	if x.rs == nil {
+		x.rs = &rankScratch{}
+	}
+	return x.rs
+}
+
+// get returns a free scratch, or a new one.
+func (l *scratchList) get() *rankScratch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.free); n > 0 {
+		rs := l.free[n-1]
+		l.free[n-1] = nil
+		l.free = l.free[:n-1]
+		return rs
+	}
+	return &rankScratch{}
+}
+
+// put keeps rs for the next search, unless maxFreeScratch are kept or rs
+// grew past maxScratchBytes (the search of an NPC of millions of rows).
+func (l *scratchList) put(rs *rankScratch) {
+	if rs.bytes() > maxScratchBytes {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.free) < maxFreeScratch {
+		l.free = append(l.free, rs)
+	}
+}
+
+// rankScratch is what rank works in, kept between searches (scratchList) so
 // that a search allocates nothing that grows with its candidates: a bitmap
 // of the index's positions for the candidates, and for the memories whose
 // replacement is known; the candidates' positions, in order; the keyword

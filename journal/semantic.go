@@ -160,10 +160,11 @@ func (x *npcIndex) semQuery(terms []string) ([]int8, float32) {
 	}
 	// The sentence vector is only a step to the codes: its array is kept
 	// for the next query.
-	if cap(x.rs.semV) < t.Dims() {
-		x.rs.semV = make([]float32, t.Dims())
+	rs := x.scratch()
+	if cap(rs.semV) < t.Dims() {
+		rs.semV = make([]float32, t.Dims())
 	}
-	v := x.rs.semV[:t.Dims()]
+	v := rs.semV[:t.Dims()]
 	if !semVector(t, v, ids, func(id int32) float64 { return x.idf(t.Word(id)) }) {
 		return nil, 0
 	}
