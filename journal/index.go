@@ -321,6 +321,14 @@ func (x *npcIndex) add(it item, text string) int32 {
 	return p
 }
 
+// setDims fixes the index's vector dimensions at d: every item gets a
+// zero row, its vector to come.
+func (x *npcIndex) setDims(d int) {
+	x.dims = d
+	x.vecs.reset(d)
+	x.vecs.grow(len(x.items))
+}
+
 // setVec stores the vector of item p, fixing the index's dimension count on
 // the first vector.
 func (x *npcIndex) setVec(p int32, v []float32) error {
@@ -328,9 +336,7 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 		if len(v) == 0 {
 			return fmt.Errorf("%w: empty vector", ErrEmbedding)
 		}
-		x.dims = len(v)
-		x.vecs.reset(x.dims)
-		x.vecs.grow(len(x.items))
+		x.setDims(len(v))
 	}
 	if len(v) != x.dims {
 		return fmt.Errorf("%w: vector of %d dimensions, the index holds %d", ErrEmbedding, len(v), x.dims)
@@ -464,6 +470,7 @@ func (r *Retriever) Appended(npc string, held, rev int64, msgs []*character.Mess
 		ms = append(ms, msg{ID: m.ID, Role: m.Role, Content: m.Content, GameTime: m.GameTime, refs: m.EventRefs.V, decoded: true})
 	}
 	r.indexMessages(x, ms)
+	r.keepMessages(x, nil, ms)
 	x.histRev = rev
 }
 
@@ -533,19 +540,51 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 		return fmt.Errorf("index messages of %q: %w", x.npc, err)
 	}
 	defer rows.Close()
-	var msgs []msg
+	// The rows are indexed a chunk at a time, and the last two chunks
+	// read are kept for keepMessages.
+	var prev, cur []msg
 	for rows.Next() {
 		var m msg
 		if err := rows.Scan(&m.ID, &m.Role, &m.Content, store.TimeText{T: &m.GameTime}, &m.rawRefs); err != nil {
 			return fmt.Errorf("index messages of %q: %w", x.npc, err)
 		}
-		msgs = append(msgs, m)
+		cur = append(cur, m)
+		if len(cur) == loadChunk {
+			r.indexMessages(x, cur)
+			r.settle(x)
+			prev, cur = cur, prev[:0]
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("index messages of %q: %w", x.npc, err)
 	}
-	r.indexMessages(x, msgs)
+	r.indexMessages(x, cur)
+	r.keepMessages(x, prev, cur)
 	return nil
+}
+
+// loadChunk is how many messages a refresh reads and indexes at a time.
+// Between chunks the index is settled (settle), so building the index of
+// an NPC with a long past holds one chunk of its rows and keeps within the
+// cache's budget as it goes, instead of holding all its rows, their texts
+// and their vectors at once before trimming them.
+const loadChunk = 2048
+
+// settle brings x, in the middle of a build, to what searches would leave
+// it: the sentence vectors of its new items made, which frees their texts
+// (ensureSemantic; a build for near duplicates alone then makes them too,
+// where holding every text until a search would hold the NPC's whole
+// past), and, once it knows the embedder's dimensions (vectorDims), the
+// vectors of its oldest items released while it outgrows the cache's
+// budget (trimVectors), with their texts waiting for a vector.
+func (r *Retriever) settle(x *npcIndex) {
+	x.ensureSemantic()
+	if x.dims == 0 {
+		if d := r.vectorDims(); d > 0 {
+			x.setDims(d)
+		}
+	}
+	r.trim(x, x.bytes())
 }
 
 // msg is a searchable message to index: read from the database, its event
@@ -562,13 +601,8 @@ type msg struct {
 
 // indexMessages indexes msgs, new messages of x's NPC in id order.
 func (r *Retriever) indexMessages(x *npcIndex, msgs []msg) {
-	if len(msgs) == 0 {
-		return
-	}
-	texts := make([]string, len(msgs))
-	for i, m := range msgs {
+	for _, m := range msgs {
 		text := unstamped(m.Content)
-		texts[i] = text
 		it := item{id: m.ID, kind: kindMessage, gameTime: m.GameTime.Unix(), imp: int8(Importance("", m.Content)), user: m.Role == "user"}
 		if it.user {
 			it.who = x.whoID(actorOf(text))
@@ -577,10 +611,20 @@ func (r *Retriever) indexMessages(x *npcIndex, msgs []msg) {
 		x.pending[p] = text
 		x.lastMsg = m.ID
 	}
-	// The newest messages are what the next searches show most: their
-	// results are kept, so those searches need not read them.
-	x.rows.keepNewest(len(msgs), r.cfg.keepBytes, func(i int) (Result, error) {
-		m := msgs[i]
+}
+
+// keepMessages keeps the results of the newest of the messages x just
+// indexed, older then newer, in id order: the newest messages are what the
+// next searches show most, and with their results kept those searches
+// need not read them.
+func (r *Retriever) keepMessages(x *npcIndex, older, newer []msg) {
+	x.rows.keepNewest(len(older)+len(newer), r.cfg.keepBytes, func(i int) (Result, error) {
+		var m *msg
+		if i < len(older) {
+			m = &older[i]
+		} else {
+			m = &newer[i-len(older)]
+		}
 		refs := m.refs
 		if !m.decoded {
 			var js store.JSON[[]string]
@@ -589,7 +633,7 @@ func (r *Retriever) indexMessages(x *npcIndex, msgs []msg) {
 			}
 			refs = js.V
 		}
-		return messageResult(m.ID, m.Content, texts[i], refs, m.GameTime), nil
+		return messageResult(m.ID, m.Content, unstamped(m.Content), refs, m.GameTime), nil
 	})
 }
 

@@ -88,6 +88,9 @@ type Retriever struct {
 	access accessLog
 	// scratch keeps the rank scratch of the searches that ended.
 	scratch scratchList
+	// dims is the dimensions of the first vector an index stored, for
+	// vectorDims; 0 before.
+	dims atomic.Int64
 
 	mu   sync.Mutex
 	npcs map[string]*npcIndex
@@ -528,6 +531,33 @@ func (r *Retriever) evict(id string, now time.Time) {
 	r.evicted[id] = now
 }
 
+// trim releases the vectors of x's oldest items while x, of size bytes,
+// outgrows the cache's budget (npcIndex.trimVectors), saying so the first
+// time, and returns x's size after. The caller holds x.
+func (r *Retriever) trim(x *npcIndex, size int64) int64 {
+	before := x.vecFrom
+	if !x.trimVectors(size, r.cfg.cacheBytes) {
+		return size
+	}
+	size = x.bytes()
+	if before == 0 { // said once per index: it never holds them again
+		r.log.Info().Str("npc", x.npc).Int("items", len(x.items)).Int("vectors_released", x.vecFrom).Int64("index_bytes", size).
+			Int64("cache_limit_bytes", r.cfg.cacheBytes).
+			Msg("an NPC's search index outgrew the cache's budget: the vectors of its oldest rows are released, and those rows are found by their words (raise NPCD_INDEX_CACHE_MB to keep them)")
+	}
+	return size
+}
+
+// vectorDims is the dimensions of the embedder's vectors when known: from
+// the embedder when it tells (the offline one), else from the first vector
+// an index of r stored; 0 before that.
+func (r *Retriever) vectorDims() int {
+	if e, ok := r.embedder.(interface{ Dims() int }); ok {
+		return e.Dims()
+	}
+	return int(r.dims.Load())
+}
+
 // drop removes x from the cache if it is still the index of id.
 func (r *Retriever) drop(id string, x *npcIndex) {
 	r.mu.Lock()
@@ -540,14 +570,9 @@ func (r *Retriever) drop(id string, x *npcIndex) {
 // release unlocks x and keeps the cache within its byte budget, dropping
 // the least recently searched indexes other than x.
 func (r *Retriever) release(x *npcIndex) {
-	used, size := time.Now(), x.bytes()
-	if before := x.vecFrom; x.trimVectors(size, r.cfg.cacheBytes) {
-		size = x.bytes()
-		if before == 0 { // said once per index: it never holds them again
-			r.log.Info().Str("npc", x.npc).Int("items", len(x.items)).Int("vectors_released", x.vecFrom).Int64("index_bytes", size).
-				Int64("cache_limit_bytes", r.cfg.cacheBytes).
-				Msg("an NPC's search index outgrew the cache's budget: the vectors of its oldest rows are released, and those rows are found by their words (raise NPCD_INDEX_CACHE_MB to keep them)")
-		}
+	used, size := time.Now(), r.trim(x, x.bytes())
+	if x.dims > 0 {
+		r.dims.CompareAndSwap(0, int64(x.dims))
 	}
 	x.mu.Unlock()
 	r.mu.Lock()

@@ -119,3 +119,122 @@ func TestIndexTrimsOldVectors(t *testing.T) {
 		}
 	}
 }
+
+// Building the index of an NPC with a long past keeps within the cache's
+// budget as it reads: the vectors of the oldest rows are released, and
+// their texts dropped, chunk by chunk, instead of all being held until the
+// first search trims them. The index then finds what an index built at
+// once finds, and keeps the results of the newest rows, across the last
+// chunk's edge.
+func TestIndexBuildKeepsWithinTheBudget(t *testing.T) {
+	ctx := context.Background()
+	const n = 3*loadChunk + 5 // the last chunk: 5 rows
+	e := newEnv(t)
+	e.npc(t, "brom", t0)
+	msgs := make([]*character.Message, n)
+	for i := range msgs {
+		msgs[i] = &character.Message{Role: llm.RoleUser, Turn: int64(i + 1), GameTime: t0,
+			Content: fmt.Sprintf("Trader%d says: the caravan from the east carries %d barrels of salt.", i, i)}
+	}
+	if err := e.chars.AppendMessages(ctx, "brom", msgs, llm.NewCounter(""), 0); err != nil {
+		t.Fatal(err)
+	}
+	big := e.retriever(t)
+	if _, err := big.Search(ctx, "brom", "caravan", 3); err != nil {
+		t.Fatal(err)
+	}
+	small := e.retriever(t, WithCacheBytes(big.CacheStats().Bytes/2))
+	x, err := small.acquire(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, vecFrom, pending, waiting := len(x.items), x.vecFrom, len(x.pending), len(x.semText)
+	_, newest := x.rows.get(itemKey{kindMessage, msgs[n-1].ID})
+	_, before := x.rows.get(itemKey{kindMessage, msgs[n-7].ID})
+	small.release(x)
+	if items != n || vecFrom == 0 {
+		t.Fatalf("built: %d items, vectors from %d; want %d items and the oldest vectors released", items, vecFrom, n)
+	}
+	if pending > items-vecFrom || waiting >= loadChunk {
+		t.Errorf("built: %d texts wait for a vector (%d items hold one), %d for a sentence vector: want none of the released, at most a chunk's", pending, items-vecFrom, waiting)
+	}
+	if !newest || !before {
+		t.Errorf("results kept: newest %v, the one before the last chunk %v; want both", newest, before)
+	}
+	for _, q := range []struct {
+		query string
+		want  int64
+	}{{"Trader3", msgs[3].ID}, {fmt.Sprintf("Trader%d", n-2), msgs[n-2].ID}} {
+		for name, r := range map[string]*Retriever{"built at once": big, "built in chunks": small} {
+			res, err := r.Search(ctx, "brom", q.query, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) == 0 || res[0].ID != q.want {
+				t.Errorf("%s, %q: %+v, want message %d first", name, q.query, res, q.want)
+			}
+		}
+	}
+}
+
+// With an embedder that does not tell its dimensions (a remote one), the
+// first index learns them from its first vector; every index built after
+// keeps within the budget as it reads, and is never sent the texts of the
+// rows whose vectors it released.
+func TestIndexBuildLearnsTheDimensionsOfARemoteEmbedder(t *testing.T) {
+	ctx := context.Background()
+	const n = 3 * loadChunk
+	e := newEnv(t)
+	e.npc(t, "brom", t0)
+	msgs := make([]*character.Message, n)
+	for i := range msgs {
+		msgs[i] = &character.Message{Role: llm.RoleUser, Turn: int64(i + 1), GameTime: t0,
+			Content: fmt.Sprintf("Trader%d says: the caravan from the east carries %d barrels of salt.", i, i)}
+	}
+	if err := e.chars.AppendMessages(ctx, "brom", msgs, llm.NewCounter(""), 0); err != nil {
+		t.Fatal(err)
+	}
+	off, _ := llm.NewOfflineEmbedder(0)
+	full := e.retriever(t, WithEmbedder(&fakeEmbedder{emb: off}, "fake-1"))
+	if _, err := full.Search(ctx, "brom", "caravan", 3); err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeEmbedder{emb: off}
+	r := e.retriever(t, WithEmbedder(fake, "fake-1"), WithCacheBytes(full.CacheStats().Bytes/2))
+	if r.vectorDims() != 0 {
+		t.Fatalf("dimensions known before any vector: %d", r.vectorDims())
+	}
+	if _, err := r.Search(ctx, "brom", "caravan", 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.vectorDims(); got != off.Dims() {
+		t.Fatalf("dimensions after a search: %d, want %d", got, off.Dims())
+	}
+	r.drop("brom", r.npcs["brom"])
+	fake.took()
+	x, err := r.acquire(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vecFrom, pending := x.vecFrom, len(x.pending)
+	released := map[string]bool{}
+	for p := range vecFrom {
+		released[unstamped(msgs[p].Content)] = true
+	}
+	r.release(x)
+	if vecFrom == 0 || pending > n-vecFrom {
+		t.Fatalf("rebuilt: vectors from %d, %d texts waiting for one; want the oldest released and none of theirs waiting", vecFrom, pending)
+	}
+	for range 3 {
+		if _, err := r.Search(ctx, "brom", "caravan", 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, call := range fake.took() {
+		for _, text := range call {
+			if released[text] {
+				t.Fatalf("the embedder was sent %q, whose vector the index released", text)
+			}
+		}
+	}
+}
