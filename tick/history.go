@@ -11,8 +11,13 @@ import (
 )
 
 // DefaultHistoryCacheBytes bounds the live histories the engine keeps in
-// memory (see Config.HistoryCacheBytes).
-const DefaultHistoryCacheBytes = 64 << 20
+// memory (see Config.HistoryCacheBytes). A held message costs about 850
+// bytes (the row, its prompt form, and the room its history's array keeps
+// to grow), so this holds the full contexts of about 2,000 NPCs of the
+// default window: a world that ticks more NPCs in turn than its histories
+// fit reads every history again at every tick, since the least recently
+// ticked go first.
+const DefaultHistoryCacheBytes = 256 << 20
 
 // historyCache keeps NPCs' live histories in memory, each tagged with the
 // history revision it was read or written at (character.State.HistoryRev).

@@ -185,7 +185,7 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 		return err
 	}
 	tcfg := tick.Config{DefaultModel: cfg.Model, MaxConcurrentCalls: cfg.MaxConcurrentCalls, TickTimeout: cfg.TickTimeout,
-		BackgroundCompaction: cfg.BackgroundCompaction}
+		BackgroundCompaction: cfg.BackgroundCompaction, HistoryCacheBytes: int64(cfg.HistoryCacheMB) << 20}
 	if opt.tickConfig != nil {
 		opt.tickConfig(&tcfg)
 	}

@@ -67,6 +67,9 @@ type Config struct {
 	// IndexCacheMB bounds the memory search's in-memory index cache, in
 	// MiB (NPCD_INDEX_CACHE_MB); default 128.
 	IndexCacheMB int
+	// HistoryCacheMB bounds the live histories the tick keeps in memory
+	// between an NPC's ticks, in MiB (NPCD_HISTORY_CACHE_MB); default 256.
+	HistoryCacheMB int
 	// WALCheckpoint is how often the daemon checkpoints and truncates
 	// SQLite's write-ahead log (NPCD_WAL_CHECKPOINT); default 1m.
 	WALCheckpoint time.Duration
@@ -97,7 +100,7 @@ func defaultConfig() Config {
 		Addr: "127.0.0.1:8740", DB: "./npcd.db", DBDriver: store.DriverSQLite,
 		LLMTimeout: 60 * time.Second, MaxConcurrentCalls: 8, TickTimeout: 2 * time.Minute,
 		MaxBodyBytes: 1 << 20, SleepCron: "0 3 * * *", SleepTimezone: "UTC", ShutdownTimeout: 30 * time.Second,
-		LogLevel: "info", LogFormat: "json", IndexCacheMB: 128, WALCheckpoint: time.Minute, OutcomeRetention: DefaultOutcomeRetention,
+		LogLevel: "info", LogFormat: "json", IndexCacheMB: 128, HistoryCacheMB: 256, WALCheckpoint: time.Minute, OutcomeRetention: DefaultOutcomeRetention,
 		LeaseTTL: lease.DefaultTTL, LeaseWait: lease.DefaultWait, BackgroundCompaction: true,
 	}
 }
@@ -153,6 +156,14 @@ var envVars = []envVar{
 			return fmt.Errorf("%q is not an integer", v)
 		}
 		c.IndexCacheMB = n
+		return nil
+	}},
+	{"NPCD_HISTORY_CACHE_MB", "", "memory the live histories kept between an NPC's ticks may hold, in MiB", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		c.HistoryCacheMB = n
 		return nil
 	}},
 	{"NPCD_BACKGROUND_COMPACTION", "", "0: a compaction a tick needs runs inside it; 1 (default): it runs beside the ticks once one leaves the context close to the emergency threshold",
@@ -254,6 +265,8 @@ func (c *Config) Validate() error {
 		return errors.New("shutdown-timeout: must not be negative")
 	case c.IndexCacheMB < 1 || c.IndexCacheMB > 1<<20:
 		return errors.New("index-cache-mb (NPCD_INDEX_CACHE_MB): must be between 1 and 1048576")
+	case c.HistoryCacheMB < 1 || c.HistoryCacheMB > 1<<20:
+		return errors.New("history-cache-mb (NPCD_HISTORY_CACHE_MB): must be between 1 and 1048576")
 	case c.WALCheckpoint < time.Second:
 		return errors.New("wal-checkpoint (NPCD_WAL_CHECKPOINT): must be at least 1s")
 	case c.OutcomeRetention != 0 && c.OutcomeRetention < time.Hour:

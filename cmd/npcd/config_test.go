@@ -66,3 +66,43 @@ func TestBackgroundCompactionSetting(t *testing.T) {
 		t.Fatalf("NPCD_BACKGROUND_COMPACTION=sometimes: %v, want an error naming the variable", err)
 	}
 }
+
+// The history cache holds 256 MiB by default; NPCD_HISTORY_CACHE_MB sets
+// it, and the engine the daemon wires follows it. A value out of range, or
+// no integer, is refused, naming the variable.
+func TestHistoryCacheSetting(t *testing.T) {
+	for v, want := range map[string]int64{"": 256 << 20, "32": 32 << 20, "1024": 1024 << 20} {
+		cfg, err := configFromEnv(func(k string) string {
+			if k == "NPCD_HISTORY_CACHE_MB" {
+				return v
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatalf("NPCD_HISTORY_CACHE_MB=%q: %v", v, err)
+		}
+		cfg.DB = filepath.Join(t.TempDir(), "npcd.db")
+		a, err := openApp(context.Background(), cfg, zerolog.Nop(), appOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.engine.Config().HistoryCacheBytes; got != want {
+			t.Errorf("NPCD_HISTORY_CACHE_MB=%q: the engine holds %d bytes, want %d", v, got, want)
+		}
+		a.close(context.Background())
+	}
+	for _, v := range []string{"0", "-5", "many", "2000000"} {
+		cfg, err := configFromEnv(func(k string) string {
+			if k == "NPCD_HISTORY_CACHE_MB" {
+				return v
+			}
+			return ""
+		})
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), "NPCD_HISTORY_CACHE_MB") {
+			t.Errorf("NPCD_HISTORY_CACHE_MB=%s: %v, want an error naming the variable", v, err)
+		}
+	}
+}
