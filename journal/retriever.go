@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"runtime"
 	"slices"
@@ -531,6 +532,14 @@ func (r *Retriever) evict(id string, now time.Time) {
 	r.evicted[id] = now
 }
 
+// keepRank orders the NPCs whose indexes the cache drops first when
+// the least recently searched ones must go (release): fixed per NPC for
+// the process's life, and spread evenly whatever the NPCs' ids.
+func keepRank(id string) uint64 { return maphash.String(rankSeed, id) }
+
+// rankSeed seeds keepRank.
+var rankSeed = maphash.MakeSeed()
+
 // trim releases the vectors of x's oldest items while x, of size bytes,
 // outgrows the cache's budget (npcIndex.trimVectors), saying so the first
 // time, and returns x's size after. The caller holds x.
@@ -590,26 +599,41 @@ func (r *Retriever) release(x *npcIndex) {
 	}
 	sort.Slice(ids, func(i, j int) bool { return r.npcs[ids[i]].usedHint.Before(r.npcs[ids[j]].usedHint) })
 	// The results the other indexes keep go first, cut to the smallest
-	// bound, the least recently searched first; an index in use is left
-	// alone (it is dropped below if need be).
-	for _, id := range ids {
-		if r.cached <= r.cfg.cacheBytes {
-			return
-		}
-		y := r.npcs[id]
-		if y == x || !y.mu.TryLock() {
-			continue
-		}
-		if y.rows.size() <= minRowBytes {
+	// bound, the least recently searched first, then, if that is not
+	// enough, to a few ticks' worth (leanRowBytes): reading a few rows
+	// again costs a tick far less than building an index again. An index
+	// in use is left alone (it is dropped below if need be).
+	for _, floor := range []int64{minRowBytes, leanRowBytes} {
+		for _, id := range ids {
+			if r.cached <= r.cfg.cacheBytes {
+				return
+			}
+			y := r.npcs[id]
+			if y == x || !y.mu.TryLock() {
+				continue
+			}
+			if y.rows.size() <= floor {
+				y.mu.Unlock()
+				continue
+			}
+			y.rows.shrink(floor)
+			size := y.bytes()
 			y.mu.Unlock()
-			continue
+			r.cached += size - y.sizeHint
+			y.sizeHint = size
 		}
-		y.rows.shrink(minRowBytes)
-		size := y.bytes()
-		y.mu.Unlock()
-		r.cached += size - y.sizeHint
-		y.sizeHint = size
 	}
+	// Indexes are dropped from all but the most recently searched
+	// quarter, lowest keepRank first, then from that quarter, least
+	// recently searched first. A game that ticks its NPCs in turn searches
+	// next the NPC searched least recently: dropping that one first would
+	// have every tick build its index again once the NPCs outgrow the
+	// cache; by rank, most NPCs stay and the others are built again (12
+	// NPCs searched in turn with room for 9: 6 builds a round by rank, 12
+	// least recently searched first). An NPC searched often stays in the
+	// most recent quarter.
+	older := ids[:len(ids)*3/4]
+	slices.SortStableFunc(older, func(a, b string) int { return cmp.Compare(keepRank(a), keepRank(b)) })
 	for _, id := range ids {
 		if r.cached <= r.cfg.cacheBytes {
 			break

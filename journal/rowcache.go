@@ -15,6 +15,10 @@ import (
 const (
 	minRowBytes = 256 << 10
 	maxRowBytes = 4 << 20
+	// leanRowBytes is what the results of each index are cut to when
+	// cutting them to minRowBytes did not bring the cache within its
+	// budget: the rows of a few ticks' working contexts.
+	leanRowBytes = 16 << 10
 )
 
 // rowLimit is the bound of each index's results under an index cache of
