@@ -624,15 +624,15 @@ func (r *Retriever) release(x *npcIndex) {
 		}
 	}
 	// Indexes are dropped from all but the most recently searched
-	// quarter, lowest keepRank first, then from that quarter, least
+	// eighth, lowest keepRank first, then from that eighth, least
 	// recently searched first. A game that ticks its NPCs in turn searches
 	// next the NPC searched least recently: dropping that one first would
 	// have every tick build its index again once the NPCs outgrow the
 	// cache; by rank, most NPCs stay and the others are built again (12
-	// NPCs searched in turn with room for 9: 6 builds a round by rank, 12
+	// NPCs searched in turn with room for 9: 5 or 6 builds a round by rank, 12
 	// least recently searched first). An NPC searched often stays in the
-	// most recent quarter.
-	older := ids[:len(ids)*3/4]
+	// most recent eighth.
+	older := ids[:len(ids)*7/8]
 	slices.SortStableFunc(older, func(a, b string) int { return cmp.Compare(keepRank(a), keepRank(b)) })
 	for _, id := range ids {
 		if r.cached <= r.cfg.cacheBytes {

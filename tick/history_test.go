@@ -191,20 +191,28 @@ func mustRev(t *testing.T, env *testEnv) int64 {
 	return c.State.HistoryRev
 }
 
+// The history cache keeps within its budget; an NPC ticked all along is
+// never dropped, and NPCs ticked in turn, more than it holds, are not
+// each read back at every tick, as dropping the least recently ticked
+// would have them be.
 func TestHistoryCacheStaysWithinBudget(t *testing.T) {
 	h := newHistoryCache(10_000)
 	msg := character.Message{Content: strings.Repeat("x", 1000)}
+	h.put("hot", 1, []character.Message{msg})
 	for i := 0; i < 50; i++ {
 		h.put(fmt.Sprintf("npc-%d", i), int64(i), []character.Message{msg})
 		if h.size > h.max && len(h.npcs) > 1 {
 			t.Fatalf("after %d puts: %d bytes held, budget %d", i+1, h.size, h.max)
 		}
+		if _, ok := h.get("hot", 1); !ok {
+			t.Fatalf("after %d puts the NPC ticked at every one was dropped", i+1)
+		}
 	}
 	if _, ok := h.get("npc-49", 49); !ok {
 		t.Fatal("the newest history was evicted")
 	}
-	if _, ok := h.get("npc-0", 0); ok {
-		t.Fatal("the oldest history survived eviction")
+	if n := len(h.npcs); n > 8 {
+		t.Fatalf("%d histories of 1,360 bytes held in 10,000", n)
 	}
 	if _, ok := h.get("npc-49", 48); ok {
 		t.Fatal("a history was returned for another revision")
@@ -212,6 +220,23 @@ func TestHistoryCacheStaysWithinBudget(t *testing.T) {
 	h.drop("npc-49")
 	if _, ok := h.get("npc-49", 49); ok {
 		t.Fatal("a dropped history was returned")
+	}
+	// Ten NPCs ticked in turn, room for about seven.
+	h = newHistoryCache(10_000)
+	misses := 0
+	for round := range 6 {
+		for i := range 10 {
+			id := fmt.Sprintf("npc-%d", i)
+			if _, ok := h.get(id, 1); !ok {
+				if round >= 2 {
+					misses++
+				}
+				h.put(id, 1, []character.Message{msg})
+			}
+		}
+	}
+	if misses > 4*10*2/3 {
+		t.Errorf("%d histories read back in 4 rounds of 10 ticks, want at most %d: the NPCs ticked in turn are each read back", misses, 4*10*2/3)
 	}
 }
 
