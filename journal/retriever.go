@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"runtime"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/internal/int8vec"
+	"github.com/npcd/npcd/internal/keeprank"
 	"github.com/npcd/npcd/internal/wordvec"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"
@@ -532,14 +532,6 @@ func (r *Retriever) evict(id string, now time.Time) {
 	r.evicted[id] = now
 }
 
-// keepRank orders the NPCs whose indexes the cache drops first when
-// the least recently searched ones must go (release): fixed per NPC for
-// the process's life, and spread evenly whatever the NPCs' ids.
-func keepRank(id string) uint64 { return maphash.String(rankSeed, id) }
-
-// rankSeed seeds keepRank.
-var rankSeed = maphash.MakeSeed()
-
 // trim releases the vectors of x's oldest items while x, of size bytes,
 // outgrows the cache's budget (npcIndex.trimVectors), saying so the first
 // time, and returns x's size after. The caller holds x.
@@ -624,7 +616,7 @@ func (r *Retriever) release(x *npcIndex) {
 		}
 	}
 	// Indexes are dropped from all but the most recently searched
-	// eighth, lowest keepRank first, then from that eighth, least
+	// eighth, lowest rank first (package keeprank), then from that eighth, least
 	// recently searched first. A game that ticks its NPCs in turn searches
 	// next the NPC searched least recently: dropping that one first would
 	// have every tick build its index again once the NPCs outgrow the
@@ -633,7 +625,7 @@ func (r *Retriever) release(x *npcIndex) {
 	// least recently searched first). An NPC searched often stays in the
 	// most recent eighth.
 	older := ids[:len(ids)*7/8]
-	slices.SortStableFunc(older, func(a, b string) int { return cmp.Compare(keepRank(a), keepRank(b)) })
+	slices.SortStableFunc(older, func(a, b string) int { return cmp.Compare(keeprank.Of(a), keeprank.Of(b)) })
 	for _, id := range ids {
 		if r.cached <= r.cfg.cacheBytes {
 			break

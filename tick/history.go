@@ -3,12 +3,12 @@ package tick
 import (
 	"cmp"
 	"context"
-	"hash/maphash"
 	"slices"
 	"sync"
 	"unsafe"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/keeprank"
 	"github.com/npcd/npcd/llm"
 )
 
@@ -100,7 +100,7 @@ func (h *historyCache) put(id string, rev int64, msgs []character.Message) {
 	// once the NPCs outgrow the budget; in a fixed order most stay. Down
 	// to 90% of the budget, so that eviction is not paid on every put.
 	older := all[:len(all)*7/8]
-	slices.SortStableFunc(older, func(a, b aged) int { return cmp.Compare(keepRank(a.id), keepRank(b.id)) })
+	slices.SortStableFunc(older, func(a, b aged) int { return cmp.Compare(keeprank.Of(a.id), keeprank.Of(b.id)) })
 	for _, a := range all {
 		if h.size <= h.max*9/10 {
 			break
@@ -124,14 +124,6 @@ func (h *historyCache) promptOf(id string) *livePrompt {
 	}
 	return en.prompt
 }
-
-// keepRank is the order, fixed per NPC for the process's life and spread
-// evenly whatever the NPCs' ids, in which the cache drops the histories of
-// NPCs not ticked lately (historyCache.put).
-func keepRank(id string) uint64 { return maphash.String(rankSeed, id) }
-
-// rankSeed seeds keepRank.
-var rankSeed = maphash.MakeSeed()
 
 // livePrompt is the prompt form of an NPC's live history, kept with the
 // history held in memory so that a tick converts only what is new
