@@ -42,16 +42,41 @@ func TestIndexCacheStaysWithinItsBudget(t *testing.T) {
 	one := all.Bytes / int64(len(ids))
 	// A budget of about two indexes holds two, whatever the number searched.
 	r := e.retriever(t, WithCacheBytes(2*one+one/2))
+	var evicted int64
 	for _, id := range ids {
 		if _, err := r.Search(ctx, id, "sword", 3); err != nil {
 			t.Fatal(err)
 		}
-		if st := r.CacheStats(); st.Bytes > st.Limit || st.Entries > 2 {
+		st := r.CacheStats()
+		if st.Bytes > st.Limit || st.Entries > 2 {
 			t.Fatalf("after searching %s: %+v, over the budget", id, st)
 		}
+		// A search that found the cache over its budget brought it down
+		// to 15/16 of it, not just under it.
+		if st.Evictions > evicted && st.Bytes > st.Limit-st.Limit/16 {
+			t.Fatalf("after searching %s, which dropped an index: %+v, above 15/16 of the budget", id, st)
+		}
+		evicted = st.Evictions
 	}
 	if st := r.CacheStats(); st.Entries != 2 {
 		t.Fatalf("the cache holds %d indexes, want the last 2 searched: %+v", st.Entries, st)
+	}
+	// A budget that two indexes fill past 15/16: a search that finds the
+	// cache over it brings it down to 15/16, that is to one index.
+	tight := e.retriever(t, WithCacheBytes(2*one+one/32))
+	evicted = 0
+	for _, id := range ids {
+		if _, err := tight.Search(ctx, id, "sword", 3); err != nil {
+			t.Fatal(err)
+		}
+		st := tight.CacheStats()
+		if st.Evictions > evicted && st.Bytes > st.Limit-st.Limit/16 {
+			t.Fatalf("after searching %s, which dropped an index: %+v, above 15/16 of the budget", id, st)
+		}
+		evicted = st.Evictions
+	}
+	if evicted == 0 {
+		t.Fatal("no index dropped under a budget of two: the test needs some")
 	}
 }
 
