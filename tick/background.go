@@ -59,29 +59,38 @@ func nearEmergency(c *character.Character, used, grew int) bool {
 // to its context: for each, what the last result of the same tool cost,
 // in live or, once compacted away, as the engine last saw one posted
 // (resultSizes); 0 for a tool never answered. A long observation is the
-// likeliest cause of a sudden jump to the emergency threshold. spared is
-// the part of n from tools exempt from masking, which stays once read.
-func (e *Engine) awaitedTokens(c *character.Character, live []character.Message) (n, spared int) {
+// likeliest cause of a sudden jump to the emergency threshold. kept is
+// the part of n that stays once the model has read them: all of a result
+// of a tool exempt from masking, the placeholder of any other (unless the
+// result is no larger).
+func (e *Engine) awaitedTokens(c *character.Character, live []character.Message) (n, kept int) {
 	for _, pc := range c.State.Awaiting.V {
-		last, found := 0, false
+		var last postedSize
+		found := false
 		for i := len(live) - 1; i >= 0; i-- {
 			if m := &live[i]; m.Role == llm.RoleTool && m.ToolName == pc.Tool {
-				last, found = m.ViewTokens, true
+				last, found = postedSize{m.ViewTokens, m.MaskTokens}, true
 				break
 			}
 		}
 		if !found {
 			if v, ok := e.resultSizes.Load(toolOf{c.ID, pc.Tool}); ok {
-				last = v.(int)
+				last = v.(postedSize)
 			}
 		}
-		n += last
-		if c.Masking.Exempt(pc.Tool) {
-			spared += last
+		n += last.view
+		if c.Masking.Exempt(pc.Tool) || last.mask >= last.view {
+			kept += last.view
+		} else {
+			kept += last.mask
 		}
 	}
-	return n, spared
+	return n, kept
 }
+
+// postedSize is what a tool result costs in a prompt, as sent (view) and
+// once masked (mask).
+type postedSize struct{ view, mask int }
 
 // toolOf keys Engine.resultSizes: an NPC's tool.
 type toolOf struct{ npc, tool string }
@@ -90,7 +99,7 @@ type toolOf struct{ npc, tool string }
 // in the prompt, for awaitedTokens.
 func (e *Engine) notePosted(id string, msgs []*character.Message) {
 	for _, m := range msgs {
-		e.resultSizes.Store(toolOf{id, m.ToolName}, m.ViewTokens)
+		e.resultSizes.Store(toolOf{id, m.ToolName}, postedSize{m.ViewTokens, m.MaskTokens})
 	}
 }
 
@@ -113,11 +122,12 @@ func (e *Engine) forgetPosted(id string) {
 // before the next tick for sure, when they will take the context to the
 // emergency threshold and the next tick could not read them first
 // (readFirst's rule, readsFirst: masking is off, the prompt with them would
-// not fit the window, or the rest of the context is past the sleep
-// threshold). used is the context as usedTokens counts it.
+// not fit the window, or the rest of the context, with what the results
+// leave once read, is past the sleep threshold). used is the context as
+// usedTokens counts it.
 func (e *Engine) foresee(c *character.Character, live []character.Message, used, grew int) (foreseen int, near bool) {
-	awaited, spared := e.awaitedTokens(c, live)
-	readable := readsFirst(c, used+awaited, used+spared)
+	awaited, kept := e.awaitedTokens(c, live)
+	readable := readsFirst(c, used+awaited, used+kept)
 	near = nearEmergency(c, used, grew) || (awaited > 0 && c.OverEmergency(used+awaited) && !readable)
 	return max(grew, awaited), near
 }

@@ -579,13 +579,18 @@ func TestAwaitedTokensForeseeTheToolsLastResult(t *testing.T) {
 	if got, _ := e.awaitedTokens(c, live); got != 520+90 {
 		t.Fatalf("awaitedTokens after the NPC is forgotten = %d, want %d", got, 520+90)
 	}
-	// What masking spares once read: the results of exempt tools.
-	if _, spared := e.awaitedTokens(c, live); spared != 0 {
-		t.Fatalf("spared = %d with no tool exempt, want 0", spared)
+	// What stays once read: the placeholders (none set here), and the
+	// results of exempt tools whole.
+	if _, kept := e.awaitedTokens(c, live); kept != 0 {
+		t.Fatalf("kept = %d with no tool exempt and no placeholder cost, want 0", kept)
 	}
 	c.Masking.ExemptTools.V = []string{"inventory"}
-	if n, spared := e.awaitedTokens(c, live); n != 520+90 || spared != 90 {
-		t.Fatalf("awaitedTokens with inventory exempt = %d, spared %d; want %d, spared 90", n, spared, 520+90)
+	if n, kept := e.awaitedTokens(c, live); n != 520+90 || kept != 90 {
+		t.Fatalf("awaitedTokens with inventory exempt = %d, kept %d; want %d, kept 90", n, kept, 520+90)
+	}
+	live[2].MaskTokens = 28
+	if n, kept := e.awaitedTokens(c, live); n != 520+90 || kept != 28+90 {
+		t.Fatalf("awaitedTokens with a look placeholder of 28 = %d, kept %d; want %d, kept %d", n, kept, 520+90, 28+90)
 	}
 }
 
@@ -684,6 +689,31 @@ func TestForesee(t *testing.T) {
 		foreseen, near := e.foresee(c, live, usedTokens(c, live), tc.grew)
 		if near != tc.near || (tc.checkForeseen && foreseen != tc.wantForeseen) {
 			t.Errorf("%s: foresee = %d, %v; want near %v (foreseen %d)", tc.name, foreseen, near, tc.near, tc.wantForeseen)
+		}
+	}
+}
+
+// A look result awaited leaves its placeholder once read: foresee counts
+// it in the rest of the context, as the next tick's readFirst does, so a
+// placeholder that takes the rest past the sleep threshold calls for the
+// compaction beside the ticks instead of leaving it to that tick.
+func TestForeseeCountsThePlaceholdersLeft(t *testing.T) {
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 4096, 512
+	c.ApplyDefaults() // sleep 2,867.2, emergency 3,276.8 tokens
+	live := []character.Message{{Role: llm.RoleTool, ToolName: "look", ViewTokens: 514, MaskTokens: 28, Masked: true}, {Role: llm.RoleAssistant}}
+	c.State.Awaiting.V = []character.PendingCall{{ID: "a", Tool: "look"}}
+	e := &Engine{}
+	for _, tc := range []struct {
+		used int
+		near bool
+	}{
+		{2830, false}, // 2,858 left once read: the next tick reads it first
+		{2840, true},  // 2,868 left: past the sleep threshold
+	} {
+		c.State.LiveTokens = tc.used
+		if _, near := e.foresee(c, live, usedTokens(c, live), 100); near != tc.near {
+			t.Errorf("%d tokens, a look of 514 awaited (placeholder 28): near %v, want %v", tc.used, near, tc.near)
 		}
 	}
 }

@@ -224,7 +224,7 @@ type Engine struct {
 	bg         context.Context
 	stopBG     context.CancelFunc
 	// resultSizes holds what the last result the game posted of each
-	// NPC's tool cost (toolOf → int tokens), for awaitedTokens.
+	// NPC's tool cost (toolOf → postedSize), for awaitedTokens.
 	resultSizes sync.Map
 
 	// afterIntake, when set (by tests), runs in PostEvents between the
