@@ -13,6 +13,21 @@ import (
 	"github.com/npcd/npcd/llm"
 )
 
+// traders appends n perceived lines of traders to brom's history, the
+// first numbered from, and returns them as stored.
+func traders(t *testing.T, e *testEnv, from, n int) []*character.Message {
+	t.Helper()
+	msgs := make([]*character.Message, n)
+	for i := range msgs {
+		msgs[i] = &character.Message{Role: llm.RoleUser, Turn: int64(from + i + 1), GameTime: t0,
+			Content: fmt.Sprintf("Trader%d says: the caravan from the east carries %d barrels of salt.", from+i, from+i)}
+	}
+	if err := e.chars.AppendMessages(context.Background(), "brom", msgs, llm.NewCounter(""), 0); err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
 // An index that outgrows the cache's budget releases the vectors of its
 // oldest items: it shrinks, its oldest lines are still found by their
 // words, its newest keep every channel, and a memory keeps its vector, so
@@ -20,17 +35,7 @@ import (
 func TestIndexTrimsOldVectors(t *testing.T) {
 	ctx := context.Background()
 	const n = 6000
-	say := func(e *testEnv, from int) []*character.Message {
-		msgs := make([]*character.Message, n)
-		for i := range msgs {
-			msgs[i] = &character.Message{Role: llm.RoleUser, Turn: int64(from + i + 1), GameTime: t0,
-				Content: fmt.Sprintf("Trader%d says: the caravan from the east carries %d barrels of salt.", from+i, from+i)}
-		}
-		if err := e.chars.AppendMessages(ctx, "brom", msgs, llm.NewCounter(""), 0); err != nil {
-			t.Fatal(err)
-		}
-		return msgs
-	}
+	say := func(e *testEnv, from int) []*character.Message { return traders(t, e, from, n) }
 	// The budget: half of what an index of the whole life holds.
 	m := newEnv(t)
 	m.npc(t, "brom", t0)
@@ -131,14 +136,7 @@ func TestIndexBuildKeepsWithinTheBudget(t *testing.T) {
 	const n = 3*loadChunk + 5 // the last chunk: 5 rows
 	e := newEnv(t)
 	e.npc(t, "brom", t0)
-	msgs := make([]*character.Message, n)
-	for i := range msgs {
-		msgs[i] = &character.Message{Role: llm.RoleUser, Turn: int64(i + 1), GameTime: t0,
-			Content: fmt.Sprintf("Trader%d says: the caravan from the east carries %d barrels of salt.", i, i)}
-	}
-	if err := e.chars.AppendMessages(ctx, "brom", msgs, llm.NewCounter(""), 0); err != nil {
-		t.Fatal(err)
-	}
+	msgs := traders(t, e, 0, n)
 	big := e.retriever(t)
 	if _, err := big.Search(ctx, "brom", "caravan", 3); err != nil {
 		t.Fatal(err)
@@ -186,14 +184,7 @@ func TestIndexBuildLearnsTheDimensionsOfARemoteEmbedder(t *testing.T) {
 	const n = 3 * loadChunk
 	e := newEnv(t)
 	e.npc(t, "brom", t0)
-	msgs := make([]*character.Message, n)
-	for i := range msgs {
-		msgs[i] = &character.Message{Role: llm.RoleUser, Turn: int64(i + 1), GameTime: t0,
-			Content: fmt.Sprintf("Trader%d says: the caravan from the east carries %d barrels of salt.", i, i)}
-	}
-	if err := e.chars.AppendMessages(ctx, "brom", msgs, llm.NewCounter(""), 0); err != nil {
-		t.Fatal(err)
-	}
+	msgs := traders(t, e, 0, n)
 	off, _ := llm.NewOfflineEmbedder(0)
 	full := e.retriever(t, WithEmbedder(&fakeEmbedder{emb: off}, "fake-1"))
 	if _, err := full.Search(ctx, "brom", "caravan", 3); err != nil {

@@ -142,19 +142,7 @@ func TestBenchTicksProfileLabelsTheSetup(t *testing.T) {
 	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
 		t.Fatalf("bench ticks: %v\n%s", err, errb.String())
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("the profile is not gzipped: %v", err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readProfile(t, path)
 	for _, s := range []string{"setup"} {
 		if !bytes.Contains(raw, []byte(s)) {
 			t.Fatalf("the profile holds no %q: the setup is not labelled", s)
@@ -171,6 +159,22 @@ func TestBenchTicksMemProfile(t *testing.T) {
 	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
 		t.Fatalf("bench ticks: %v\n%s", err, errb.String())
 	}
+	raw := readProfile(t, path)
+	for _, s := range []string{"inuse_space", "alloc_space"} {
+		if !bytes.Contains(raw, []byte(s)) {
+			t.Fatalf("the heap profile holds no %q", s)
+		}
+	}
+	errb.Reset()
+	args = []string{"bench", "ticks", "--npcs", "2", "--ticks", "4", "--memprofile", filepath.Join(t.TempDir(), "missing", "heap.pprof")}
+	if err := run(context.Background(), args, &out, &errb, os.Getenv); err == nil || !strings.Contains(err.Error(), "--memprofile") {
+		t.Fatalf("an impossible path: %v, want an error naming --memprofile", err)
+	}
+}
+
+// readProfile returns the profile at path, ungzipped.
+func readProfile(t *testing.T, path string) []byte {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -184,16 +188,7 @@ func TestBenchTicksMemProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"inuse_space", "alloc_space"} {
-		if !bytes.Contains(raw, []byte(s)) {
-			t.Fatalf("the heap profile holds no %q", s)
-		}
-	}
-	errb.Reset()
-	args = []string{"bench", "ticks", "--npcs", "2", "--ticks", "4", "--memprofile", filepath.Join(t.TempDir(), "missing", "heap.pprof")}
-	if err := run(context.Background(), args, &out, &errb, os.Getenv); err == nil || !strings.Contains(err.Error(), "--memprofile") {
-		t.Fatalf("an impossible path: %v, want an error naming --memprofile", err)
-	}
+	return raw
 }
 
 func TestBenchTicksHTTP(t *testing.T) {

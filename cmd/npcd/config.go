@@ -134,14 +134,7 @@ var envVars = []envVar{
 	{"NPCD_LLM_TIMEOUT", "", "one HTTP attempt to the endpoint", setDur(func(c *Config) *time.Duration { return &c.LLMTimeout })},
 	{"NPCD_TICK_TIMEOUT", "", "one tick, model calls included", setDur(func(c *Config) *time.Duration { return &c.TickTimeout })},
 	{"NPCD_SHUTDOWN_TIMEOUT", "", "a graceful shutdown", setDur(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
-	{"NPCD_MAX_CONCURRENT_CALLS", "", "model calls in flight across all NPCs", func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", v)
-		}
-		c.MaxConcurrentCalls = n
-		return nil
-	}},
+	{"NPCD_MAX_CONCURRENT_CALLS", "", "model calls in flight across all NPCs", setInt(func(c *Config) *int { return &c.MaxConcurrentCalls })},
 	{"NPCD_MAX_BODY_BYTES", "", "request body limit (413 above)", func(c *Config, v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -150,22 +143,8 @@ var envVars = []envVar{
 		c.MaxBodyBytes = n
 		return nil
 	}},
-	{"NPCD_INDEX_CACHE_MB", "", "memory the search index cache may hold, in MiB", func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", v)
-		}
-		c.IndexCacheMB = n
-		return nil
-	}},
-	{"NPCD_HISTORY_CACHE_MB", "", "memory the live histories kept between an NPC's ticks may hold, in MiB", func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", v)
-		}
-		c.HistoryCacheMB = n
-		return nil
-	}},
+	{"NPCD_INDEX_CACHE_MB", "", "memory the search index cache may hold, in MiB", setInt(func(c *Config) *int { return &c.IndexCacheMB })},
+	{"NPCD_HISTORY_CACHE_MB", "", "memory the live histories kept between an NPC's ticks may hold, in MiB", setInt(func(c *Config) *int { return &c.HistoryCacheMB })},
 	{"NPCD_BACKGROUND_COMPACTION", "", "0: a compaction a tick needs runs inside it; 1 (default): it runs beside the ticks once one leaves the context close to the emergency threshold",
 		setBool(func(c *Config) *bool { return &c.BackgroundCompaction })},
 	{"NPCD_INSECURE_NO_AUTH", "insecure-no-auth", "1: serve without NPCD_API_TOKEN on a non-loopback address (the network is trusted)",
@@ -178,6 +157,17 @@ var envVars = []envVar{
 
 func setStr(field func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func setInt(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", v)
+		}
+		*field(c) = n
+		return nil
+	}
 }
 
 func setBool(field func(*Config) *bool) func(*Config, string) error {

@@ -34,12 +34,7 @@ func TestPostgresURLPicksTheDriver(t *testing.T) {
 // boolean is refused, naming the variable.
 func TestBackgroundCompactionSetting(t *testing.T) {
 	for v, want := range map[string]bool{"": true, "0": false, "false": false, "1": true} {
-		cfg, err := configFromEnv(func(k string) string {
-			if k == "NPCD_BACKGROUND_COMPACTION" {
-				return v
-			}
-			return ""
-		})
+		cfg, err := configFromEnv(envWith("NPCD_BACKGROUND_COMPACTION", v))
 		if err != nil {
 			t.Fatalf("NPCD_BACKGROUND_COMPACTION=%q: %v", v, err)
 		}
@@ -56,12 +51,7 @@ func TestBackgroundCompactionSetting(t *testing.T) {
 		}
 		a.close(context.Background())
 	}
-	_, err := configFromEnv(func(k string) string {
-		if k == "NPCD_BACKGROUND_COMPACTION" {
-			return "sometimes"
-		}
-		return ""
-	})
+	_, err := configFromEnv(envWith("NPCD_BACKGROUND_COMPACTION", "sometimes"))
 	if err == nil || !strings.Contains(err.Error(), "NPCD_BACKGROUND_COMPACTION") {
 		t.Fatalf("NPCD_BACKGROUND_COMPACTION=sometimes: %v, want an error naming the variable", err)
 	}
@@ -72,12 +62,7 @@ func TestBackgroundCompactionSetting(t *testing.T) {
 // no integer, is refused, naming the variable.
 func TestHistoryCacheSetting(t *testing.T) {
 	for v, want := range map[string]int64{"": 256 << 20, "32": 32 << 20, "1024": 1024 << 20} {
-		cfg, err := configFromEnv(func(k string) string {
-			if k == "NPCD_HISTORY_CACHE_MB" {
-				return v
-			}
-			return ""
-		})
+		cfg, err := configFromEnv(envWith("NPCD_HISTORY_CACHE_MB", v))
 		if err != nil {
 			t.Fatalf("NPCD_HISTORY_CACHE_MB=%q: %v", v, err)
 		}
@@ -92,17 +77,22 @@ func TestHistoryCacheSetting(t *testing.T) {
 		a.close(context.Background())
 	}
 	for _, v := range []string{"0", "-5", "many", "2000000"} {
-		cfg, err := configFromEnv(func(k string) string {
-			if k == "NPCD_HISTORY_CACHE_MB" {
-				return v
-			}
-			return ""
-		})
+		cfg, err := configFromEnv(envWith("NPCD_HISTORY_CACHE_MB", v))
 		if err == nil {
 			err = cfg.Validate()
 		}
 		if err == nil || !strings.Contains(err.Error(), "NPCD_HISTORY_CACHE_MB") {
 			t.Errorf("NPCD_HISTORY_CACHE_MB=%s: %v, want an error naming the variable", v, err)
 		}
+	}
+}
+
+// envWith is an environment that sets only k, to v.
+func envWith(k, v string) func(string) string {
+	return func(name string) string {
+		if name == k {
+			return v
+		}
+		return ""
 	}
 }
