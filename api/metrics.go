@@ -135,6 +135,26 @@ func (m *Metrics) WatchIndexCache(stats func() journal.CacheStats) {
 	)
 }
 
+// WatchHistoryCache adds gauges of the tick's live-history cache, read at
+// each scrape: npcd_history_cache_bytes, npcd_history_cache_limit_bytes
+// and npcd_history_cache_entries (NPCs whose history is held); and its
+// counters npcd_history_cache_reads_total and
+// npcd_history_cache_evictions_total.
+func (m *Metrics) WatchHistoryCache(stats func() tick.HistoryCacheStats) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_history_cache_bytes", Help: "Memory held by the live histories kept between ticks."},
+			func() float64 { return float64(stats().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_history_cache_limit_bytes", Help: "Budget of the live-history cache (NPCD_HISTORY_CACHE_MB)."},
+			func() float64 { return float64(stats().Limit) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_history_cache_entries", Help: "NPCs whose live history is held."},
+			func() float64 { return float64(stats().Entries) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_history_cache_reads_total", Help: "Live histories a tick read from the database (an NPC's first tick, a history another process changed, or one dropped to keep within NPCD_HISTORY_CACHE_MB)."},
+			func() float64 { return float64(stats().Reads) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_history_cache_evictions_total", Help: "Live histories dropped to keep within NPCD_HISTORY_CACHE_MB."},
+			func() float64 { return float64(stats().Evictions) }),
+	)
+}
+
 // WatchWAL adds a gauge of the size of SQLite's write-ahead log, read at
 // each scrape: npcd_db_wal_bytes.
 func (m *Metrics) WatchWAL(size func() int64) {

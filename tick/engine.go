@@ -282,6 +282,9 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 // Config returns the engine's configuration with defaults applied.
 func (e *Engine) Config() Config { return e.cfg }
 
+// HistoryCacheStats describes the live-history cache now.
+func (e *Engine) HistoryCacheStats() HistoryCacheStats { return e.history.stats() }
+
 // Close refuses new work, stops the auto-tick timers, cancels background
 // compactions (one cancelled before its commit changes nothing) and waits
 // for in-flight ticks (auto-ticks included) to finish or ctx to end. Input

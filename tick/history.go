@@ -34,6 +34,35 @@ type historyCache struct {
 	size  int64
 	clock int64
 	npcs  map[string]*historyEntry
+	// reads counts the histories read from the database (liveHistory);
+	// evictions, those dropped to keep within max.
+	reads, evictions int64
+}
+
+// HistoryCacheStats describes the engine's live-history cache: the bytes
+// it holds and may hold (NPCD_HISTORY_CACHE_MB), the NPCs whose history it
+// holds, how many histories ticks read from the database (an NPC's first
+// tick, a history another process changed, or one dropped to keep within
+// the budget), and how many it dropped. Reads that keep growing with the
+// ticks mean the budget is too small for the NPCs ticked in turn.
+type HistoryCacheStats struct {
+	Bytes, Limit     int64
+	Entries          int
+	Reads, Evictions int64
+}
+
+// stats returns the cache's HistoryCacheStats.
+func (h *historyCache) stats() HistoryCacheStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return HistoryCacheStats{Bytes: h.size, Limit: h.max, Entries: len(h.npcs), Reads: h.reads, Evictions: h.evictions}
+}
+
+// noteRead counts a history read from the database.
+func (h *historyCache) noteRead() {
+	h.mu.Lock()
+	h.reads++
+	h.mu.Unlock()
 }
 
 type historyEntry struct {
@@ -107,6 +136,7 @@ func (h *historyCache) put(id string, rev int64, msgs []character.Message) {
 		}
 		h.size -= h.npcs[a.id].bytes
 		delete(h.npcs, a.id)
+		h.evictions++
 	}
 }
 
@@ -243,6 +273,7 @@ func (e *Engine) liveHistory(ctx context.Context, c *character.Character) ([]cha
 	if err != nil {
 		return nil, err
 	}
+	e.history.noteRead()
 	e.history.put(c.ID, c.State.HistoryRev, msgs)
 	return msgs, nil
 }

@@ -145,6 +145,11 @@ func TestHeldHistoryYieldsToOtherWriters(t *testing.T) {
 	}
 	tick("Good morning.")
 	checkHeld(t, env, "brom", "first tick")
+	// The first tick read the history; the next, held, reads nothing.
+	tick("Still there?")
+	if st := env.eng.HistoryCacheStats(); st.Reads != 1 || st.Entries != 1 || st.Bytes <= 0 || st.Limit != DefaultHistoryCacheBytes || st.Evictions != 0 {
+		t.Fatalf("after two ticks: %+v, want one read, one history held", st)
+	}
 
 	// Another process appends a turn directly.
 	c, err := env.chars.Get(ctx, "brom")
@@ -160,6 +165,9 @@ func TestHeldHistoryYieldsToOtherWriters(t *testing.T) {
 	}
 	tick("Anything new?")
 	checkHeld(t, env, "brom", "after a foreign append")
+	if st := env.eng.HistoryCacheStats(); st.Reads != 2 {
+		t.Fatalf("after another process's append: %d reads, want 2", st.Reads)
+	}
 	held, _ := env.eng.history.get("brom", mustRev(t, env))
 	found := false
 	for _, m := range held {
@@ -213,6 +221,9 @@ func TestHistoryCacheStaysWithinBudget(t *testing.T) {
 	}
 	if n := len(h.npcs); n > 8 {
 		t.Fatalf("%d histories of 1,360 bytes held in 10,000", n)
+	}
+	if st := h.stats(); st.Evictions != int64(51-len(h.npcs)) || st.Entries != len(h.npcs) || st.Bytes != h.size || st.Limit != 10_000 {
+		t.Fatalf("stats %+v: want %d evictions of 51 histories put, %d held", st, 51-len(h.npcs), len(h.npcs))
 	}
 	if _, ok := h.get("npc-49", 48); ok {
 		t.Fatal("a history was returned for another revision")

@@ -202,6 +202,7 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	if err != nil {
 		return err
 	}
+	a.metrics.WatchHistoryCache(a.engine.HistoryCacheStats)
 	if a.leases != nil {
 		a.leases.Start()
 	}
