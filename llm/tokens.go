@@ -59,11 +59,11 @@ type Counter struct {
 }
 
 // textEntries is how many texts a generation of the cache holds. Keyed by
-// a hash, an entry costs some 16 bytes whatever the text's length, so the
-// two generations hold the lines of a large world's prompts (a thousand
-// NPCs of a hundred messages each) in about 4 MiB. Short texts are cached
-// too: roles, names, call ids and arguments recur in every prompt, and
-// tokenizing even a short one allocates several matches.
+// a hash, an entry costs some 36 bytes of map whatever the text's length,
+// so the two generations hold the lines of a large world's prompts (a
+// thousand NPCs of a hundred messages each) in about 9 MiB. Short texts
+// are cached too: roles, names, call ids and arguments recur in every
+// prompt, and tokenizing even a short one allocates several matches.
 const textEntries = 1 << 17
 
 // pieceEntries bounds the piece cache.
