@@ -590,22 +590,22 @@ func (r *Retriever) release(x *npcIndex) {
 	// that the sort below is not paid at every search of a cache that
 	// stays full (a thousand NPCs: some 50 µs a search).
 	goal := r.cfg.cacheBytes - r.cfg.cacheBytes/16
-	ids := make([]string, 0, len(r.npcs))
-	for id := range r.npcs {
-		ids = append(ids, id)
+	ids := make([]keeprank.Entry, 0, len(r.npcs))
+	for id, y := range r.npcs {
+		ids = append(ids, keeprank.Entry{ID: id, Used: y.usedHint.UnixNano()})
 	}
-	sort.Slice(ids, func(i, j int) bool { return r.npcs[ids[i]].usedHint.Before(r.npcs[ids[j]].usedHint) })
+	slices.SortFunc(ids, func(a, b keeprank.Entry) int { return cmp.Compare(a.Used, b.Used) })
 	// The results the other indexes keep go first, cut to the smallest
 	// bound, the least recently searched first, then, if that is not
 	// enough, to a few ticks' worth (leanRowBytes): reading a few rows
 	// again costs a tick far less than building an index again. An index
 	// in use is left alone (it is dropped below if need be).
 	for _, floor := range []int64{minRowBytes, leanRowBytes} {
-		for _, id := range ids {
+		for _, e := range ids {
 			if r.cached <= goal {
 				return
 			}
-			y := r.npcs[id]
+			y := r.npcs[e.ID]
 			if y == x || !y.mu.TryLock() {
 				continue
 			}
@@ -620,23 +620,19 @@ func (r *Retriever) release(x *npcIndex) {
 			y.sizeHint = size
 		}
 	}
-	// Indexes are dropped from all but the most recently searched
-	// eighth, lowest rank first (package keeprank), then from that eighth, least
-	// recently searched first. A game that ticks its NPCs in turn searches
-	// next the NPC searched least recently: dropping that one first would
-	// have every tick build its index again once the NPCs outgrow the
-	// cache; by rank, most NPCs stay and the others are built again (12
-	// NPCs searched in turn with room for 9: 5 or 6 builds a round by rank, 12
-	// least recently searched first). An NPC searched often stays in the
-	// most recent eighth.
-	older := ids[:len(ids)*7/8]
-	slices.SortStableFunc(older, func(a, b string) int { return cmp.Compare(keeprank.Of(a), keeprank.Of(b)) })
-	for _, id := range ids {
+	// Indexes are dropped in keeprank's order. A game that ticks its NPCs
+	// in turn searches next the NPC searched least recently: dropping that
+	// one first would have every tick build its index again once the NPCs
+	// outgrow the cache; in keeprank's order most NPCs stay and the others
+	// are built again (12 NPCs searched in turn with room for 9: 5 or 6
+	// builds a round, 12 least recently searched first).
+	keeprank.DropOrder(ids)
+	for _, e := range ids {
 		if r.cached <= goal {
 			break
 		}
-		if y := r.npcs[id]; y != x {
-			r.evict(id, used)
+		if y := r.npcs[e.ID]; y != x {
+			r.evict(e.ID, used)
 		}
 	}
 }

@@ -259,19 +259,28 @@ func (e *Engine) rides(c *character.Character, pending int) bool {
 	if !fitsWindow(c, c.ContextTokens()+pending) {
 		return false
 	}
-	v, ok := e.compacting.Load(c.ID)
+	run, written := e.openRun(c.ID)
+	// Not of a life of the NPC that is gone.
+	return run != nil && !written && c.CreatedAt.Equal(run.c.CreatedAt)
+}
+
+// openRun returns the compaction of NPC id under way beside the ticks that
+// no tick has taken over, nil when there is none, and whether its summary
+// is written (or its run gave up). The caller holds the NPC's lock.
+func (e *Engine) openRun(id string) (run *besideRun, written bool) {
+	v, ok := e.compacting.Load(id)
 	if !ok {
-		return false
+		return nil, false
 	}
-	run := v.(*besideRun)
-	if run.taken || !c.CreatedAt.Equal(run.c.CreatedAt) {
-		return false // taken over, or of a life of the NPC that is gone
+	run = v.(*besideRun)
+	if run.taken {
+		return nil, false
 	}
 	select {
 	case <-run.ready:
-		return false
+		return run, true
 	default:
-		return true
+		return run, false
 	}
 }
 
@@ -281,17 +290,7 @@ func (e *Engine) rides(c *character.Character, pending int) bool {
 // tick would be measured and prompted without it. Nothing waits: a summary
 // still being written is left to its run (or to rides and handOver).
 func (e *Engine) landWritten(ctx context.Context, ts *turnState) error {
-	v, ok := e.compacting.Load(ts.c.ID)
-	if !ok {
-		return nil
-	}
-	run := v.(*besideRun)
-	if run.taken {
-		return nil
-	}
-	select {
-	case <-run.ready:
-	default:
+	if run, written := e.openRun(ts.c.ID); run == nil || !written {
 		return nil
 	}
 	rec, after, _, handled, err := e.handOver(ctx, ts.c)
@@ -312,12 +311,8 @@ func (e *Engine) landWritten(ctx context.Context, ts *turnState) error {
 // failed, or whose plan another compaction overtook, is dropped: the tick
 // then compacts as it would have.
 func (e *Engine) handOver(ctx context.Context, c *character.Character) (rec *sleep.Record, after *character.Character, waited time.Duration, handled bool, err error) {
-	v, ok := e.compacting.Load(c.ID)
-	if !ok {
-		return nil, nil, 0, false, nil
-	}
-	run := v.(*besideRun)
-	if run.taken {
+	run, _ := e.openRun(c.ID)
+	if run == nil {
 		return nil, nil, 0, false, nil
 	}
 	run.taken = true

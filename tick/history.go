@@ -1,9 +1,7 @@
 package tick
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -111,31 +109,23 @@ func (h *historyCache) put(id string, rev int64, msgs []character.Message) {
 	if h.size <= h.max {
 		return
 	}
-	type aged struct {
-		id   string
-		used int64
-	}
-	all := make([]aged, 0, len(h.npcs))
+	all := make([]keeprank.Entry, 0, len(h.npcs))
 	for k, en := range h.npcs {
 		if k != id {
-			all = append(all, aged{k, en.used})
+			all = append(all, keeprank.Entry{ID: k, Used: en.used})
 		}
 	}
-	slices.SortFunc(all, func(a, b aged) int { return int(a.used - b.used) })
-	// All but the most recently ticked eighth go first, in an order fixed
-	// per NPC, then that eighth, least recently ticked first: a game that
-	// ticks its NPCs in turn ticks next the one ticked least recently, and
-	// dropping that one first would read every history back at every tick
-	// once the NPCs outgrow the budget; in a fixed order most stay. Down
-	// to 90% of the budget, so that eviction is not paid on every put.
-	older := all[:len(all)*7/8]
-	slices.SortStableFunc(older, func(a, b aged) int { return cmp.Compare(keeprank.Of(a.id), keeprank.Of(b.id)) })
+	// In keeprank's order: a game that ticks its NPCs in turn ticks next
+	// the one ticked least recently, and dropping that one first would read
+	// every history back at every tick once the NPCs outgrow the budget.
+	// Down to 90% of the budget, so that eviction is not paid on every put.
+	keeprank.DropOrder(all)
 	for _, a := range all {
 		if h.size <= h.max*9/10 {
 			break
 		}
-		h.size -= h.npcs[a.id].bytes
-		delete(h.npcs, a.id)
+		h.size -= h.npcs[a.ID].bytes
+		delete(h.npcs, a.ID)
 		h.evictions++
 	}
 }
