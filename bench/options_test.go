@@ -51,6 +51,8 @@ func TestOptionsCheck(t *testing.T) {
 		{"--db", ticks(func(o *TickOptions) { o.DB = "./bench.db" })},
 		{"--index-cache-mb", ticks(func(o *TickOptions) { o.CacheMB = 0 })},
 		{"--http", ticks(func(o *TickOptions) { o.HTTP, o.Latency = true, time.Millisecond })},
+		{"--http", ticks(func(o *TickOptions) { o.HTTP, o.Sittings = true, 2 })},
+		{"--memprofile", ticks(func(o *TickOptions) { o.HTTP, o.MemProfile = true, "heap.pprof" })},
 		{"--turns", tokens(func(o *TokenOptions) { o.Turns = 0 })},
 		{"--fact-every", tokens(func(o *TokenOptions) { o.FactEvery = 0 })},
 		{"--observation-bytes", tokens(func(o *TokenOptions) { o.ObsBytes = 0 })},

@@ -108,9 +108,14 @@ func TestAppendedKeepsTheIndexAsTheDatabaseWould(t *testing.T) {
 	r.Appended("brom", held, rev, msgs)
 	x.mu.Lock()
 	n, last, kept := len(x.items), x.lastMsg, x.histRev
+	_, shown := x.rows.get(itemKey{kindMessage, msgs[3].ID})
 	x.mu.Unlock()
 	if n != before+3 || last != msgs[3].ID || kept != rev {
 		t.Fatalf("Appended: %d new items, last message %d, revision %d; want 3, %d, %d", n-before, last, kept, msgs[3].ID, rev)
+	}
+	// The newest messages are kept as results, as a refresh keeps them.
+	if !shown {
+		t.Fatal("Appended kept no result of the newest message")
 	}
 	fresh := e.retriever(t)
 	for _, q := range []string{"strongbox key hearth", "ferryman crowns", "Harrowdale casks", "map oak chest"} {

@@ -421,3 +421,27 @@ func TestIndexCacheKeepsMostOfNPCsSearchedInTurn(t *testing.T) {
 		t.Errorf("no index built again in %d rounds: the budget holds every NPC, the test needs it to hold fewer", rounds)
 	}
 }
+
+// The free list keeps at most maxFreeScratch scratches, none larger than
+// maxScratchBytes: one grown by the search of a huge index is let go.
+func TestScratchListIsBounded(t *testing.T) {
+	var l scratchList
+	big := l.get()
+	big.reset(8 * maxScratchBytes) // a bitmap of 8 Mi positions: 2 MiB of words
+	if big.bytes() <= maxScratchBytes {
+		t.Fatalf("a scratch of %d bytes: the test needs one over %d", big.bytes(), maxScratchBytes)
+	}
+	l.put(big)
+	if len(l.free) != 0 {
+		t.Fatal("a scratch over the bound was kept")
+	}
+	for range maxFreeScratch + 5 {
+		l.put(&rankScratch{})
+	}
+	if len(l.free) != maxFreeScratch {
+		t.Fatalf("%d scratches kept, want %d", len(l.free), maxFreeScratch)
+	}
+	if rs := l.get(); rs == nil || len(l.free) != maxFreeScratch-1 {
+		t.Fatalf("get took %v, leaving %d", rs, len(l.free))
+	}
+}

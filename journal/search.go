@@ -189,9 +189,9 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	}
 	// The hits are read only during this search: their array is kept
 	// for the next one.
-	hits := x.keywordInto(x.scratch().hits, terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
+	hits := x.keywordInto(x.rs.hits, terms, pool, r.cfg.wExpand, r.cfg.lengthNorm)
 	if hits != nil {
-		x.scratch().hits = hits[:0]
+		x.rs.hits = hits[:0]
 	}
 	named := x.named(terms)
 	ranked := r.rank(x, qv != nil && !x.noVecPool, x.wv != nil, hits, pool, now, named)

@@ -28,6 +28,23 @@ func traders(t *testing.T, e *testEnv, from, n int) []*character.Message {
 	return msgs
 }
 
+// findsFirst checks that each retriever of rs, searching brom's rows for
+// each query of want, finds the row want gives first.
+func findsFirst(t *testing.T, rs map[string]*Retriever, want map[string]int64) {
+	t.Helper()
+	for query, id := range want {
+		for name, r := range rs {
+			res, err := r.Search(context.Background(), "brom", query, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) == 0 || res[0].ID != id {
+				t.Errorf("%s, %q: %+v, want message %d first", name, query, res, id)
+			}
+		}
+	}
+}
+
 // An index that outgrows the cache's budget releases the vectors of its
 // oldest items: it shrinks, its oldest lines are still found by their
 // words, its newest keep every channel, and a memory keeps its vector, so
@@ -93,20 +110,7 @@ func TestIndexTrimsOldVectors(t *testing.T) {
 	if n := strings.Count(logged.String(), "outgrew the cache's budget"); n != 1 {
 		t.Errorf("%d log lines of a trimmed index, want 1:\n%s", n, logged.String())
 	}
-	for _, q := range []struct {
-		query string
-		want  int64
-	}{{"Trader3", msgs[3].ID}, {"Trader11990", msgs[11990].ID}} {
-		for name, r := range map[string]*Retriever{"untrimmed": big, "trimmed": small} {
-			res, err := r.Search(ctx, "brom", q.query, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res) == 0 || res[0].ID != q.want {
-				t.Errorf("%s index, %q: %+v, want message %d first", name, q.query, res, q.want)
-			}
-		}
-	}
+	findsFirst(t, map[string]*Retriever{"untrimmed": big, "trimmed": small}, map[string]int64{"Trader3": msgs[3].ID, "Trader11990": msgs[11990].ID})
 	for name, r := range map[string]*Retriever{"untrimmed": big, "trimmed": small} {
 		ms, err := r.NearDuplicates(ctx, "brom", "Alice lost her silver swords at the forge", 0.9, 5)
 		if err != nil {
@@ -159,20 +163,7 @@ func TestIndexBuildKeepsWithinTheBudget(t *testing.T) {
 	if !newest || !before {
 		t.Errorf("results kept: newest %v, the one before the last chunk %v; want both", newest, before)
 	}
-	for _, q := range []struct {
-		query string
-		want  int64
-	}{{"Trader3", msgs[3].ID}, {fmt.Sprintf("Trader%d", n-2), msgs[n-2].ID}} {
-		for name, r := range map[string]*Retriever{"built at once": big, "built in chunks": small} {
-			res, err := r.Search(ctx, "brom", q.query, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res) == 0 || res[0].ID != q.want {
-				t.Errorf("%s, %q: %+v, want message %d first", name, q.query, res, q.want)
-			}
-		}
-	}
+	findsFirst(t, map[string]*Retriever{"built at once": big, "built in chunks": small}, map[string]int64{"Trader3": msgs[3].ID, fmt.Sprintf("Trader%d", n-2): msgs[n-2].ID})
 }
 
 // With an embedder that does not tell its dimensions (a remote one), the

@@ -746,8 +746,8 @@ func TestPostedResultsAreNotedAndForgotten(t *testing.T) {
 	}
 	c.State.Awaiting.V = []character.PendingCall{{ID: "next", Tool: "look"}}
 	// No live history: only the note can tell.
-	if got, _ := env.eng.awaitedTokens(c, nil); got != posted.ViewTokens {
-		t.Fatalf("a look awaited after its last result was compacted away is foreseen at %d tokens, want the %d the posted one cost", got, posted.ViewTokens)
+	if got, kept := env.eng.awaitedTokens(c, nil); got != posted.ViewTokens || kept != posted.MaskTokens || kept >= got {
+		t.Fatalf("a look awaited after its last result was compacted away is foreseen at %d tokens, %d left once read; want the %d and %d the posted one cost", got, kept, posted.ViewTokens, posted.MaskTokens)
 	}
 	if err := env.eng.DeleteNPC(ctx, "brom"); err != nil {
 		t.Fatal(err)

@@ -160,34 +160,26 @@ func setStr(field func(*Config) *string) func(*Config, string) error {
 }
 
 func setInt(field func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", v)
-		}
-		*field(c) = n
-		return nil
-	}
+	return setParsed(field, strconv.Atoi, "an integer")
 }
 
 func setBool(field func(*Config) *bool) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%q is not 1, 0, true or false", v)
-		}
-		*field(c) = b
-		return nil
-	}
+	return setParsed(field, strconv.ParseBool, "1, 0, true or false")
 }
 
 func setDur(field func(*Config) *time.Duration) func(*Config, string) error {
+	return setParsed(field, time.ParseDuration, "a duration (like 30s or 2m)")
+}
+
+// setParsed sets field to the value parse reads, or says the value is not
+// what: what the variable takes.
+func setParsed[T any](field func(*Config) *T, parse func(string) (T, error), what string) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
+		x, err := parse(v)
 		if err != nil {
-			return fmt.Errorf("%q is not a duration (like 30s or 2m)", v)
+			return fmt.Errorf("%q is not %s", v, what)
 		}
-		*field(c) = d
+		*field(c) = x
 		return nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/npcd/npcd/store"
+	"github.com/npcd/npcd/tick"
 )
 
 // NPCD_DB holding a postgres:// URL picks the PostgreSQL driver by itself.
@@ -41,15 +42,9 @@ func TestBackgroundCompactionSetting(t *testing.T) {
 		if cfg.BackgroundCompaction != want {
 			t.Errorf("NPCD_BACKGROUND_COMPACTION=%q: %v, want %v", v, cfg.BackgroundCompaction, want)
 		}
-		cfg.DB = filepath.Join(t.TempDir(), "npcd.db")
-		a, err := openApp(context.Background(), cfg, zerolog.Nop(), appOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := a.engine.Config().BackgroundCompaction; got != want {
+		if got := engineConfig(t, cfg).BackgroundCompaction; got != want {
 			t.Errorf("NPCD_BACKGROUND_COMPACTION=%q: the engine has it %v, want %v", v, got, want)
 		}
-		a.close(context.Background())
 	}
 	_, err := configFromEnv(envWith("NPCD_BACKGROUND_COMPACTION", "sometimes"))
 	if err == nil || !strings.Contains(err.Error(), "NPCD_BACKGROUND_COMPACTION") {
@@ -66,15 +61,9 @@ func TestHistoryCacheSetting(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NPCD_HISTORY_CACHE_MB=%q: %v", v, err)
 		}
-		cfg.DB = filepath.Join(t.TempDir(), "npcd.db")
-		a, err := openApp(context.Background(), cfg, zerolog.Nop(), appOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := a.engine.Config().HistoryCacheBytes; got != want {
+		if got := engineConfig(t, cfg).HistoryCacheBytes; got != want {
 			t.Errorf("NPCD_HISTORY_CACHE_MB=%q: the engine holds %d bytes, want %d", v, got, want)
 		}
-		a.close(context.Background())
 	}
 	for _, v := range []string{"0", "-5", "many", "2000000"} {
 		cfg, err := configFromEnv(envWith("NPCD_HISTORY_CACHE_MB", v))
@@ -85,6 +74,19 @@ func TestHistoryCacheSetting(t *testing.T) {
 			t.Errorf("NPCD_HISTORY_CACHE_MB=%s: %v, want an error naming the variable", v, err)
 		}
 	}
+}
+
+// engineConfig is the configuration of the engine the daemon wires from
+// cfg, on a database of its own.
+func engineConfig(t *testing.T, cfg Config) tick.Config {
+	t.Helper()
+	cfg.DB = filepath.Join(t.TempDir(), "npcd.db")
+	a, err := openApp(context.Background(), cfg, zerolog.Nop(), appOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close(context.Background())
+	return a.engine.Config()
 }
 
 // envWith is an environment that sets only k, to v.
