@@ -1,9 +1,11 @@
 package character_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/store"
 )
 
@@ -33,12 +35,40 @@ func TestPartialIndexes(t *testing.T) {
 			t.Fatalf("index %s: %q, want a partial index where %s", name, d, where)
 		}
 	}
-	if d := def("idx_messages_tool_call_id"); d != "" {
-		t.Fatalf("messages are indexed by tool call id: %q", d)
+	for _, name := range []string{"idx_messages_tool_call_id", "idx_messages_char_mask"} {
+		if d := def(name); d != "" {
+			t.Fatalf("index %s is kept: %q", name, d)
+		}
 	}
 	for _, name := range []string{"idx_events_char_ref", "idx_outcomes_char_tick", "idx_messages_char_state_id"} {
 		if d := def(name); d == "" || strings.Contains(d, "where") {
 			t.Fatalf("index %s: %q, want a whole index", name, d)
 		}
+	}
+}
+
+// A database made before the masking query lost its index drops it.
+func TestMigrationDropsTheMaskingIndex(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	if err := db.Exec("CREATE INDEX idx_messages_char_mask ON messages (character_id, state, role, masked, turn)").Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec("DELETE FROM schema_migrations WHERE component = 'character' AND version = 9").Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(ctx, db, character.Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	q := "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'idx_messages_char_mask'"
+	if !store.IsSQLite(db) {
+		q = "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'idx_messages_char_mask'"
+	}
+	if err := db.Raw(q).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatal("the masking index is still there after the migration")
 	}
 }

@@ -26,9 +26,9 @@ const SummaryPrefix = "[CONTEXT SUMMARY]"
 // never deleted except with the NPC itself.
 type Message struct {
 	ID          int64  `gorm:"primaryKey;autoIncrement"`
-	CharacterID string `gorm:"size:64;not null;index:idx_messages_char_state_id,priority:1;index:idx_messages_char_mask,priority:1"`
-	State       string `gorm:"size:8;not null;default:live;index:idx_messages_char_state_id,priority:2;index:idx_messages_char_mask,priority:2"`
-	Role        string `gorm:"size:16;not null;index:idx_messages_char_mask,priority:3"`
+	CharacterID string `gorm:"size:64;not null;index:idx_messages_char_state_id,priority:1"`
+	State       string `gorm:"size:8;not null;default:live;index:idx_messages_char_state_id,priority:2"`
+	Role        string `gorm:"size:16;not null"`
 	// Summary marks a [CONTEXT SUMMARY] system message; at most one is live
 	// and it is sent at the head of the history.
 	Summary    bool
@@ -37,7 +37,7 @@ type Message struct {
 	ToolCalls  store.JSON[[]ToolCall] `gorm:"type:text"`
 	ToolCallID string                 `gorm:"size:128"`
 	ToolName   string                 `gorm:"size:64"`
-	Turn       int64                  `gorm:"index:idx_messages_char_mask,priority:5"`
+	Turn       int64
 	Tick       int64
 	// Tokens is the cost of the full message; ViewTokens of the message as
 	// sent unmasked (smaller when Offloaded); MaskTokens of its masked
@@ -47,7 +47,7 @@ type Message struct {
 	MaskTokens int
 	// Masked hides a tool result behind a placeholder in prompts. The stored
 	// content is unchanged.
-	Masked    bool `gorm:"index:idx_messages_char_mask,priority:4"`
+	Masked    bool
 	Offloaded bool
 	// CompactionID is the compaction that archived the row.
 	CompactionID *int64 // indexed where set (migration character v8)

@@ -159,6 +159,17 @@ func Migrations() []store.Migration {
 			}
 			return nil
 		},
+	}, {
+		// The index of the masking query (idx_messages_char_mask: NPC,
+		// state, role, masked, turn) took an entry of every message
+		// written, and two more at every archiving and every masking.
+		// A tick masks by the ids its held history gives, and a sleep's
+		// masking reads only the NPC's live rows, found by
+		// idx_messages_char_state_id: few, since the context bounds them.
+		Component: "character", Version: 9, Name: "no index for the masking query",
+		Up: func(tx *gorm.DB) error {
+			return tx.Exec("DROP INDEX IF EXISTS idx_messages_char_mask").Error
+		},
 	}}
 }
 

@@ -291,17 +291,24 @@ func afterTurn(live []character.Message, added []*character.Message, masked []in
 	return out
 }
 
-// maskable reports whether live holds a tool result that masking by policy
-// would mask: unmasked, of a turn before beforeTurn, of a tool not exempt,
-// and whose placeholder is smaller (character.Store.MaskToolResults).
-func maskable(live []character.Message, beforeTurn int64, exempt func(string) bool) bool {
+// maskableIDs returns the ids of the tool results of live and then of
+// current (the turn being committed, whose rows have their ids) that masking by
+// policy would mask: unmasked, of a turn before beforeTurn, of a tool not
+// exempt, and whose placeholder is smaller. They are the rows
+// character.Store.MaskToolResults would find.
+func maskableIDs(live []character.Message, current []*character.Message, beforeTurn int64, exempt func(string) bool) []int64 {
+	var ids []int64
 	for i := range live {
-		m := &live[i]
-		if m.Turn < beforeTurn && maskableResult(m, exempt) {
-			return true
+		if m := &live[i]; m.Turn < beforeTurn && maskableResult(m, exempt) {
+			ids = append(ids, m.ID)
 		}
 	}
-	return false
+	for _, m := range current {
+		if m.Turn < beforeTurn && maskableResult(m, exempt) {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
 }
 
 // maskableResult reports whether m is a tool result masking would shrink:

@@ -125,6 +125,65 @@ func TestHeldHistoryMatchesTheStoredOne(t *testing.T) {
 	}
 }
 
+// Masking by policy runs in the commit of the tick that makes a result old
+// enough, by the ids the held history names, also in a context far below
+// the mark from which read results are masked before the model call: the
+// older results end masked, and the held history is the stored one.
+func TestTicksMaskOldResultsByPolicy(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	on := true
+	c := brom()
+	c.ContextWindow = 65536
+	c.Masking = character.MaskingSettings{Enabled: &on, KeepRecentTurns: 2}
+	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
+	if _, err := env.eng.PutNPC(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	looks := 0
+	for i := 0; i < 12; i++ {
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: take a look at this blade, Brom.", i)}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := env.eng.Tick(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		looks += len(res.Awaiting)
+		if answerBlades(t, env, i, res, func() { checkHeld(t, env, "brom", fmt.Sprintf("continuation of tick %d", i)) }) > 0 || res.Compaction != nil {
+			t.Fatal("a compaction ran: the test is about masking alone")
+		}
+		checkHeld(t, env, "brom", fmt.Sprintf("tick %d", i))
+	}
+	stored, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if overMaskMark(stored, stored.ContextTokens()) {
+		t.Fatalf("the context (%d tokens) passed the mask mark: read results were masked before the model call", stored.ContextTokens())
+	}
+	live, err := env.chars.LiveMessages(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	masked := 0
+	for _, m := range live {
+		if m.Role != llm.RoleTool || m.ToolName != "look" {
+			continue
+		}
+		old := m.Turn < stored.State.Turn-1
+		if m.Masked != old {
+			t.Errorf("look result %d of turn %d (newest %d): masked %v", m.ID, m.Turn, stored.State.Turn, m.Masked)
+		}
+		if m.Masked {
+			masked++
+		}
+	}
+	if looks < 4 || masked == 0 {
+		t.Fatalf("%d looks, %d masked: the test proves nothing", looks, masked)
+	}
+}
+
 // Writes the tick did not make — another process appending, a clear, a
 // compaction — change the history's revision, so the next tick reads the
 // history again instead of trusting what it holds.
@@ -251,27 +310,34 @@ func TestHistoryCacheStaysWithinBudget(t *testing.T) {
 	}
 }
 
-func TestMaskable(t *testing.T) {
+func TestMaskableIDs(t *testing.T) {
 	exempt := func(tool string) bool { return tool == "inventory" }
-	res := func(turn int64, tool string, masked bool, view, mask int) character.Message {
-		return character.Message{Role: llm.RoleTool, Turn: turn, ToolName: tool, Masked: masked, ViewTokens: view, MaskTokens: mask}
+	res := func(id, turn int64, tool string, masked bool, view, mask int) character.Message {
+		return character.Message{ID: id, Role: llm.RoleTool, Turn: turn, ToolName: tool, Masked: masked, ViewTokens: view, MaskTokens: mask}
 	}
 	tests := []struct {
 		name string
 		live []character.Message
 		want bool
 	}{
-		{"old unmasked result", []character.Message{res(1, "look", false, 100, 20)}, true},
-		{"recent result", []character.Message{res(3, "look", false, 100, 20)}, false},
-		{"already masked", []character.Message{res(1, "look", true, 100, 20)}, false},
-		{"exempt tool", []character.Message{res(1, "inventory", false, 100, 20)}, false},
-		{"placeholder not smaller", []character.Message{res(1, "say", false, 5, 20)}, false},
-		{"not a tool result", []character.Message{{Role: llm.RoleUser, Turn: 1, ViewTokens: 100}}, false},
+		{"old unmasked result", []character.Message{res(7, 1, "look", false, 100, 20)}, true},
+		{"recent result", []character.Message{res(7, 3, "look", false, 100, 20)}, false},
+		{"already masked", []character.Message{res(7, 1, "look", true, 100, 20)}, false},
+		{"exempt tool", []character.Message{res(7, 1, "inventory", false, 100, 20)}, false},
+		{"placeholder not smaller", []character.Message{res(7, 1, "say", false, 5, 20)}, false},
+		{"not a tool result", []character.Message{{ID: 7, Role: llm.RoleUser, Turn: 1, ViewTokens: 100}}, false},
 	}
 	for _, tc := range tests {
-		if got := maskable(tc.live, 3, exempt); got != tc.want {
-			t.Errorf("%s: maskable = %v, want %v", tc.name, got, tc.want)
+		got := maskableIDs(tc.live, nil, 3, exempt)
+		if tc.want != slices.Equal(got, []int64{7}) || !tc.want && len(got) > 0 {
+			t.Errorf("%s: maskableIDs = %v, want maskable %v", tc.name, got, tc.want)
 		}
+	}
+	// The rows of the turn being committed count too, after the held ones.
+	current := res(9, 2, "look", false, 100, 20)
+	live := []character.Message{res(4, 1, "look", false, 100, 20), res(5, 1, "inventory", false, 100, 20), res(6, 3, "look", false, 100, 20)}
+	if got := maskableIDs(live, []*character.Message{&current}, 3, exempt); !slices.Equal(got, []int64{4, 9}) {
+		t.Errorf("maskableIDs = %v, want [4 9]", got)
 	}
 }
 

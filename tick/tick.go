@@ -656,10 +656,20 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 				return err
 			}
 		}
-		// The held history tells whether masking has anything to do; most
-		// ticks it has not, and the query is skipped.
-		if before := ts.turn - int64(c.Masking.KeepRecentTurns) + 1; c.Masking.On() && (!current || maskable(ts.live, before, c.Masking.Exempt)) {
-			m, err := cs.MaskToolResults(ctx, c.ID, before, c.Masking.ExemptTools.V)
+		// The held history tells what masking has to do: most ticks
+		// nothing, and the rows to mask otherwise, masked by id. A history
+		// another process wrote to meanwhile is not the stored one: the
+		// query finds the rows then.
+		if before := ts.turn - int64(c.Masking.KeepRecentTurns) + 1; c.Masking.On() {
+			var m character.Masked
+			if current {
+				ids := maskableIDs(ts.live, ts.current, before, c.Masking.Exempt)
+				if len(ids) > 0 {
+					m, err = cs.MaskMessages(ctx, c.ID, ids)
+				}
+			} else {
+				m, err = cs.MaskToolResults(ctx, c.ID, before, c.Masking.ExemptTools.V)
+			}
 			if err != nil {
 				return err
 			}
