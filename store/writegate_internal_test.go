@@ -96,7 +96,9 @@ func TestGateCheckpointsUnderLoad(t *testing.T) {
 	path, db, gate := openBlobs(t)
 	ctx := context.Background()
 	page := strings.Repeat("x", 4096)
-	const writers, each = 4, 40 * CheckpointEvery
+	// As many pages as a checkpoint starts the log over at, and their
+	// overflow and index pages.
+	const writers, each = 4, restartFrames / 4
 	done := make(chan struct{})
 	var readers sync.WaitGroup
 	for r := 0; r < 2; r++ {
@@ -148,11 +150,11 @@ func TestGateCheckpointsUnderLoad(t *testing.T) {
 	close(done)
 	readers.Wait()
 	// A checkpoint that never catches up never lets the log start over,
-	// and the log holds every page written with its index pages: about
-	// 33 MB here, three times the data. Caught up, it holds a few
-	// checkpoints' worth (3 MB on a quiet machine, 13 MB seen beside a
-	// whole test suite run with -race: a restart may miss its readers'
-	// window), bounded here at twice the data written.
+	// and the log holds every page written with its overflow and index
+	// pages: about three times the data. Caught up, it holds about
+	// restartFrames pages and what the writers append while a checkpoint
+	// runs (a restart may also miss its readers' window), bounded here at
+	// twice the data written.
 	if gate.restarts.Load() == 0 {
 		t.Fatal("no checkpoint caught up with the writers: the log was never started over")
 	}
