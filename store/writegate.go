@@ -50,6 +50,9 @@ type writeGate struct {
 	running    atomic.Bool
 	// restarts counts the checkpoints after which the log is started over.
 	restarts atomic.Int64
+	// readersBusy, when set (by tests), is called each time the second
+	// pass of a checkpoint finds readers still reading the log.
+	readersBusy func()
 	// bg counts the checkpoints running in the background, which the
 	// pool's Close waits for (closeGate), so that none touches the files
 	// once it returns; closed, under bgMu, stops new ones.
@@ -270,19 +273,40 @@ func (g *writeGate) checkpointLog(db *sql.DB) {
 	}
 	defer func() { <-g.turn }()
 	ctx = context.WithValue(ctx, gateHeld{}, true)
-	// RESTART also waits for the readers still reading the log (readers
+	// RESTART also needs the readers still reading the log gone (readers
 	// that begin once it is copied read the database alone), so that the
-	// next writer can start the log over; for a few milliseconds at most,
-	// since writers wait meanwhile.
-	restore, err := busyFor(ctx, conn, restartWait)
+	// next writer can start the log over. It is tried again every
+	// restartPoll, for restartWait at most, since writers wait meanwhile:
+	// SQLite's own busy handler would sleep 1, 2, 5 then 10 ms between
+	// tries, holding the writers for milliseconds after the last reader
+	// left.
+	restore, err := busyFor(ctx, conn, 0)
 	if err != nil {
 		return
 	}
 	defer restore()
-	if conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &logged, &copied) == nil && busy == 0 {
-		g.restarts.Add(1)
+	deadline := time.Now().Add(restartWait)
+	for {
+		if conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &logged, &copied) != nil {
+			return
+		}
+		if busy == 0 {
+			g.restarts.Add(1)
+			return
+		}
+		if !time.Now().Before(deadline) {
+			return
+		}
+		if g.readersBusy != nil {
+			g.readersBusy()
+		}
+		time.Sleep(restartPoll)
 	}
 }
+
+// restartPoll is how often the second pass of a background checkpoint
+// tries again to start the log over while readers still read it.
+const restartPoll = 50 * time.Microsecond
 
 // gateHeld marks the context of a statement run by the holder of the gate
 // (a checkpoint's second pass), which must not wait for it again.

@@ -213,3 +213,66 @@ func TestCloseWaitsForTheBackgroundCheckpoint(t *testing.T) {
 		t.Fatalf("a checkpoint started after Close: running %v, runs %d", gate.running.Load(), runs.Load())
 	}
 }
+
+// The second pass of a checkpoint that finds a reader still reading the
+// log tries again until the reader is gone, and then starts the log over.
+func TestCheckpointRestartsOnceTheReadersLeave(t *testing.T) {
+	path, db, gate := openBlobs(t)
+	ctx := context.Background()
+	gate.checkpoint = nil // this test runs the checkpoint itself
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Repeat("x", 4096)
+	const rows = restartFrames + restartFrames/8 // a page a row, and more: past restartFrames
+	for range rows {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO blobs VALUES (?)", page); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// A reader of another pool, outside the gate, reads the log.
+	readers, err := sql.Open("sqlite", sqliteDSN(path, Options{ReadOnly: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer readers.Close()
+	read, err := readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := read.QueryRowContext(ctx, "SELECT count(*) FROM blobs").Scan(&n); err != nil || n != rows {
+		t.Fatalf("the reader counts %d rows (%v)", n, err)
+	}
+	tries := 0
+	gate.readersBusy = func() {
+		if tries++; tries == 1 {
+			if err := read.Rollback(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	gate.checkpointLog(db)
+	if tries == 0 {
+		read.Rollback()
+		t.Fatal("the checkpoint never found the reader: the test proves nothing")
+	}
+	if gate.restarts.Load() != 1 {
+		t.Fatalf("%d restarts after the reader left, want 1", gate.restarts.Load())
+	}
+	// The next writer starts the log over: it stays a few pages long.
+	if _, err := db.ExecContext(ctx, "INSERT INTO blobs VALUES (x'00')"); err != nil {
+		t.Fatal(err)
+	}
+	var busy, logged, copied int
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logged, &copied); err != nil {
+		t.Fatal(err)
+	}
+	if logged > 16 {
+		t.Fatalf("the log holds %d frames after one small write, want it started over", logged)
+	}
+}
