@@ -13,32 +13,63 @@ import (
 	"github.com/npcd/npcd/store"
 )
 
-// benchWorld is a database of npcs NPCs whose histories were written turn
-// by turn, interleaved as a world's ticks write them: each NPC's rows are
-// spread over the whole table, as in a world that has aged.
-func benchWorld(b *testing.B, npcs, turns int) (*character.Store, *gorm.DB) {
+// benchNPCs is how many NPCs the write benchmarks' world holds.
+const benchNPCs = 100
+
+// writeWorld is a database of benchNPCs NPCs whose histories are written
+// turn by turn, interleaved as a world's ticks write them: each NPC's rows
+// are spread over the whole table, as in a world that has aged. live
+// holds each NPC's live message ids, oldest first.
+type writeWorld struct {
+	s    *character.Store
+	db   *gorm.DB
+	turn int
+	live [benchNPCs][]int64
+}
+
+func newWriteWorld(b *testing.B, turns int) *writeWorld {
 	b.Helper()
 	ctx := context.Background()
 	db := dbtest.Open(b)
 	if err := store.Migrate(ctx, db, character.Migrations()); err != nil {
 		b.Fatal(err)
 	}
-	s := character.NewStore(db)
-	for i := range npcs {
+	w := &writeWorld{s: character.NewStore(db), db: db}
+	for i := range benchNPCs {
 		c := valid()
-		c.ID = fmt.Sprintf("npc-%d", i)
-		if _, err := s.Put(ctx, c); err != nil {
+		c.ID = benchNPC(i)
+		if _, err := w.s.Put(ctx, c); err != nil {
 			b.Fatal(err)
 		}
 	}
-	for turn := range turns {
-		for i := range npcs {
-			if err := s.AppendMessages(ctx, fmt.Sprintf("npc-%d", i), benchTurn(turn), counter, character.DefaultOffloadBytes); err != nil {
-				b.Fatal(err)
+	w.addTurns(b, turns)
+	return w
+}
+
+func benchNPC(i int) string { return fmt.Sprintf("npc-%d", i%benchNPCs) }
+
+// addTurns writes n more turns of every NPC, a transaction a turn.
+func (w *writeWorld) addTurns(b *testing.B, n int) {
+	b.Helper()
+	ctx := context.Background()
+	for range n {
+		err := w.db.Transaction(func(tx *gorm.DB) error {
+			for i := range benchNPCs {
+				msgs := benchTurn(w.turn)
+				if err := w.s.WithTx(tx).AppendMessages(ctx, benchNPC(i), msgs, counter, character.DefaultOffloadBytes); err != nil {
+					return err
+				}
+				for _, m := range msgs {
+					w.live[i] = append(w.live[i], m.ID)
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
+		w.turn++
 	}
-	return s, db
 }
 
 // benchTurn is a tick's messages: what the NPC perceived, its call, the
@@ -52,20 +83,15 @@ func benchTurn(turn int) []*character.Message {
 	}
 }
 
-// BenchmarkTickInsert writes one tick's messages in a world of 200 NPCs
-// of 100 turns each, the NPCs taking turns.
+// BenchmarkTickInsert writes one tick's messages, in a transaction of its
+// own, in a world of 100 NPCs of 60 turns each, the NPCs taking turns.
 func BenchmarkTickInsert(b *testing.B) {
-	s, db := benchWorld(b, 200, 100)
+	w := newWriteWorld(b, 60)
 	ctx := context.Background()
-	turn := 100
-	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		npc := fmt.Sprintf("npc-%d", i%200)
-		if i%200 == 0 && i > 0 {
-			turn++
-		}
-		err := db.Transaction(func(tx *gorm.DB) error {
-			_, err := s.WithTx(tx).InsertMessages(ctx, npc, benchTurn(turn), counter, character.DefaultOffloadBytes)
+		turn := w.turn + i/benchNPCs
+		err := w.db.Transaction(func(tx *gorm.DB) error {
+			_, err := w.s.WithTx(tx).InsertMessages(ctx, benchNPC(i), benchTurn(turn), counter, character.DefaultOffloadBytes)
 			return err
 		})
 		if err != nil {
@@ -74,32 +100,24 @@ func BenchmarkTickInsert(b *testing.B) {
 	}
 }
 
-// BenchmarkArchiveSpan archives 20 turns (60 messages) of an NPC, as a
-// compaction does, in a world of 200 NPCs of 100 turns each.
+// BenchmarkArchiveSpan archives 20 turns (60 messages) of an NPC, the
+// oldest it holds live, as a compaction does, in a world of 100 NPCs of 60
+// turns each, the NPCs taking turns; when they run out, every NPC lives
+// 20 turns more (not timed).
 func BenchmarkArchiveSpan(b *testing.B) {
-	s, _ := benchWorld(b, 200, 100)
+	const span = 60
+	w := newWriteWorld(b, 60)
 	ctx := context.Background()
-	spans := map[string][]int64{}
-	for i := range 200 {
-		npc := fmt.Sprintf("npc-%d", i)
-		live, err := s.LiveMessages(ctx, npc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, m := range live {
-			spans[npc] = append(spans[npc], m.ID)
-		}
-	}
-	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		npc := fmt.Sprintf("npc-%d", i%200)
-		round := i / 200
-		if (round+1)*60 > len(spans[npc]) {
-			b.Fatalf("%d archivings: past the %d messages each NPC holds", i, len(spans[npc]))
+		n := i % benchNPCs
+		if len(w.live[n]) < span {
+			b.StopTimer()
+			w.addTurns(b, span/3)
+			b.StartTimer()
 		}
-		ids := spans[npc][round*60 : (round+1)*60]
-		if err := s.Archive(ctx, npc, ids, nil); err != nil {
+		if err := w.s.Archive(ctx, benchNPC(n), w.live[n][:span], nil); err != nil {
 			b.Fatal(err)
 		}
+		w.live[n] = w.live[n][span:]
 	}
 }

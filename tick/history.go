@@ -291,11 +291,11 @@ func afterTurn(live []character.Message, added []*character.Message, masked []in
 	return out
 }
 
-// maskableIDs returns the ids of the tool results of live and then of
-// current (the turn being committed, whose rows have their ids) that masking by
-// policy would mask: unmasked, of a turn before beforeTurn, of a tool not
-// exempt, and whose placeholder is smaller. They are the rows
-// character.Store.MaskToolResults would find.
+// maskableIDs returns the ids of the tool results that masking by policy
+// would mask, those of live and then those of current (the turn being
+// committed, whose rows have their ids): unmasked, of a turn before
+// beforeTurn, of a tool not exempt, and whose placeholder is smaller. They
+// are the rows character.Store.MaskToolResults would find.
 func maskableIDs(live []character.Message, current []*character.Message, beforeTurn int64, exempt func(string) bool) []int64 {
 	var ids []int64
 	for i := range live {

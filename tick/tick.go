@@ -661,7 +661,10 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 		// another process wrote to meanwhile is not the stored one: the
 		// query finds the rows then.
 		if before := ts.turn - int64(c.Masking.KeepRecentTurns) + 1; c.Masking.On() {
-			var m character.Masked
+			var (
+				m   character.Masked
+				err error
+			)
 			if current {
 				ids := maskableIDs(ts.live, ts.current, before, c.Masking.Exempt)
 				if len(ids) > 0 {
