@@ -14,6 +14,7 @@ import (
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
+	"github.com/npcd/npcd/store"
 	"github.com/npcd/npcd/tick"
 )
 
@@ -160,6 +161,27 @@ func (m *Metrics) WatchHistoryCache(stats func() tick.HistoryCacheStats) {
 func (m *Metrics) WatchWAL(size func() int64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_db_wal_bytes", Help: "Size of the SQLite write-ahead log file."},
 		func() float64 { return float64(size()) }))
+}
+
+// WatchWriters adds counters of SQLite's single writer, read at each
+// scrape: npcd_db_writer_held_seconds_total (the time this process's
+// transactions, writes and checkpoint passes held it: a rate near 1 says
+// the ticks queue for it), npcd_db_writer_wait_seconds_total (the time
+// writers waited for their turn, summed over writers),
+// npcd_db_checkpoint_held_seconds_total (the part of the held time that
+// background checkpoints took) and npcd_db_wal_restarts_total (the
+// checkpoints that started the write-ahead log over).
+func (m *Metrics) WatchWriters(stats func() store.WriterStats) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_db_writer_held_seconds_total", Help: "Time SQLite's single writer was held by this process's transactions, writes and checkpoint passes."},
+			func() float64 { return stats().Held.Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_db_writer_wait_seconds_total", Help: "Time writers waited for their turn at SQLite's single writer, summed over writers."},
+			func() float64 { return stats().Waited.Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_db_checkpoint_held_seconds_total", Help: "Time the background checkpoints held SQLite's writers to start the write-ahead log over."},
+			func() float64 { return stats().CheckpointHeld.Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_db_wal_restarts_total", Help: "Background checkpoints that started SQLite's write-ahead log over."},
+			func() float64 { return float64(stats().Restarts) }),
+	)
 }
 
 // Registry returns the registry the metrics are on, for adding collectors.

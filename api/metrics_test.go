@@ -15,6 +15,7 @@ import (
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/sleep"
+	"github.com/npcd/npcd/store"
 	"github.com/npcd/npcd/tick"
 )
 
@@ -159,6 +160,9 @@ func TestMetricsWatchCacheAndWAL(t *testing.T) {
 	st := journal.CacheStats{Bytes: 4096, Limit: 128 << 20, Entries: 3, Builds: 7, Evictions: 4, Rebuilds: 2}
 	m.WatchIndexCache(func() journal.CacheStats { return st })
 	m.WatchWAL(func() int64 { return 12345 })
+	m.WatchWriters(func() store.WriterStats {
+		return store.WriterStats{Held: 1500 * time.Millisecond, Waited: 250 * time.Millisecond, CheckpointHeld: 125 * time.Millisecond, Restarts: 6}
+	})
 	m.WatchHistoryCache(func() tick.HistoryCacheStats {
 		return tick.HistoryCacheStats{Bytes: 2048, Limit: 256 << 20, Entries: 5, Reads: 9, Evictions: 3}
 	})
@@ -170,6 +174,8 @@ func TestMetricsWatchCacheAndWAL(t *testing.T) {
 		"npcd_index_cache_builds_total 7", "npcd_index_cache_evictions_total 4", "npcd_index_cache_rebuilds_total 2",
 		"npcd_history_cache_bytes 2048", "npcd_history_cache_limit_bytes 2.68435456e+08", "npcd_history_cache_entries 5",
 		"npcd_history_cache_reads_total 9", "npcd_history_cache_evictions_total 3",
+		"npcd_db_writer_held_seconds_total 1.5", "npcd_db_writer_wait_seconds_total 0.25", "npcd_db_checkpoint_held_seconds_total 0.125",
+		"npcd_db_wal_restarts_total 6",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %q", want)

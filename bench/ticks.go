@@ -16,6 +16,7 @@ import (
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/store"
 	"github.com/npcd/npcd/tick"
 )
 
@@ -121,6 +122,11 @@ type TickMeasure struct {
 	// within --index-cache-mb and built again from the database. Each
 	// first build is done before the measurement.
 	IndexBuilds int64 `json:"index_builds"`
+	// WriterBusy is the share of the measured time SQLite's single writer
+	// was held (by the ticks' commits, the compactions beside them and the
+	// checkpoints): near 1, the ticks queue for it (in-process on SQLite
+	// only; 0 otherwise).
+	WriterBusy float64 `json:"writer_busy"`
 }
 
 // modelTimeKey keys the per-tick accumulator of model time in a context.
@@ -194,8 +200,8 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		}
 		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), %s, %d ticks each, %d workers, %s tokens of archived history per NPC, %d messages of other NPCs\n",
 			b.Latency, dialect, b.Ticks, b.Workers, joinInts(histories, " or "), b.Others)
-		fmt.Fprintf(out, "  %-*s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %8s %9s %10s %8s %9s %5s %6s\n",
-			width, "mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "tick p99", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp", "b-comp")
+		fmt.Fprintf(out, "  %-*s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %8s %9s %10s %8s %9s %5s %6s %6s\n",
+			width, "mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "tick p99", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp", "b-comp", "writer")
 	}
 	stopProfile, err := startCPUProfile(b.CPUProfile)
 	if err != nil {
@@ -218,9 +224,13 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		if sittings > 1 {
 			label = fmt.Sprintf("%s #%d", label, m.Sitting)
 		}
-		fmt.Fprintf(out, "  %-*s %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %8.1f %9.3f %10d %8d %6.0f MiB %5d %6d\n",
+		writer := "-"
+		if m.WriterBusy > 0 {
+			writer = fmt.Sprintf("%.0f%%", 100*m.WriterBusy)
+		}
+		fmt.Fprintf(out, "  %-*s %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %8.1f %9.3f %10d %8d %6.0f MiB %5d %6d %6s\n",
 			width, label, m.NPCs, m.Ticks, m.TicksPerS, m.P50MS, m.P95MS, m.P99MS, m.ModelMS, m.LatencyP99MS, m.CPUMSPerTick, m.AllocBytesPerTick,
-			m.AllocsPerTick, m.PeakRSSMiB, m.Compactions, m.BackgroundCompactions)
+			m.AllocsPerTick, m.PeakRSSMiB, m.Compactions, m.BackgroundCompactions, writer)
 		if m.IndexBuilds > 0 {
 			fmt.Fprintf(out, "  %-*s %d search indexes were built again during the ticks: the index cache (--index-cache-mb %d) is too small for these NPCs\n",
 				width, "", m.IndexBuilds, b.CacheMB)
@@ -524,6 +534,7 @@ type tickAcc struct {
 	compactions, beside int
 	alloc, mallocs      uint64
 	builds              int64
+	writerHeld          time.Duration
 }
 
 // measureRound runs one round of w's NPCs and adds it to acc.
@@ -532,11 +543,14 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc)
 	runtime.ReadMemStats(&ms0)
 	cpu0 := cpuTime()
 	builds0, beside0 := w.a.Retriever.CacheStats().Builds, w.beside
+	writers0, _ := store.Writers(w.a.Chars.DB())
 	results, took, err := w.round(ctx, workers)
 	if err != nil {
 		return err
 	}
 	acc.cpu += cpuTime() - cpu0
+	writers1, _ := store.Writers(w.a.Chars.DB())
+	acc.writerHeld += writers1.Held - writers0.Held
 	acc.builds += w.a.Retriever.CacheStats().Builds - builds0
 	acc.beside += w.beside - beside0
 	runtime.ReadMemStats(&ms1)
@@ -576,6 +590,7 @@ func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
 		PeakRSSMiB:        float64(ru.Maxrss) / 1024, // KiB on Linux
 		Compactions:       acc.compactions, BackgroundCompactions: acc.beside,
 		IndexBuilds: acc.builds,
+		WriterBusy:  acc.writerHeld.Seconds() / acc.elapsed.Seconds(),
 	}
 }
 

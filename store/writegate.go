@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // ErrWriteWait is a write that waited too long for its turn at an SQLite
@@ -50,6 +52,10 @@ type writeGate struct {
 	running    atomic.Bool
 	// restarts counts the checkpoints after which the log is started over.
 	restarts atomic.Int64
+	// held and waited add up the time (in nanoseconds) writers held the
+	// gate and waited for it; ckptHeld is the part of held that the
+	// checkpoints' second passes took.
+	held, waited, ckptHeld atomic.Int64
 	// readersBusy, when set (by tests), is called each time the second
 	// pass of a checkpoint finds readers still reading the log.
 	readersBusy func()
@@ -111,10 +117,12 @@ func (g *writeGate) acquire(ctx context.Context) (release func(), err error) {
 	if err := g.take(ctx); err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			g.wrote()
+			g.held.Add(int64(time.Since(start)))
 			<-g.turn
 		})
 	}, nil
@@ -126,6 +134,8 @@ func (g *writeGate) take(ctx context.Context) error {
 	select {
 	case g.turn <- struct{}{}:
 	default:
+		start := time.Now()
+		defer func() { g.waited.Add(int64(time.Since(start))) }()
 		t := time.NewTimer(g.wait)
 		defer t.Stop()
 		select {
@@ -201,6 +211,7 @@ type gatedConnector struct {
 	drv  driver.Driver
 	dsn  string
 	gate *writeGate
+	db   *sql.DB // the pool it opens connections of
 }
 
 func (c *gatedConnector) Connect(context.Context) (driver.Conn, error) {
@@ -219,7 +230,41 @@ func (c *gatedConnector) Driver() driver.Driver { return c.drv }
 // afterwards (a test's directory can then be removed).
 func (c *gatedConnector) Close() error {
 	c.gate.closeGate()
+	gates.Delete(c.db)
 	return nil
+}
+
+// gates maps each SQLite pool npcd opened (*sql.DB) to its gate, for
+// Writers.
+var gates sync.Map
+
+// WriterStats is what the writers of an SQLite database did in this
+// process: the time its one writer was held by this process's
+// transactions, writes and checkpoint passes (Held: its growth over a
+// span of time, near that span, says the writer is what the ticks wait
+// for), the time writers spent waiting for their turn (Waited, summed over
+// writers), the part of Held the background checkpoints' second passes
+// took (CheckpointHeld), and how many of these started the write-ahead
+// log over (Restarts).
+type WriterStats struct {
+	Held, Waited, CheckpointHeld time.Duration
+	Restarts                     int64
+}
+
+// Writers returns the WriterStats of db, and false when db is not an
+// SQLite pool npcd opened (PostgreSQL has no single writer).
+func Writers(db *gorm.DB) (WriterStats, bool) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return WriterStats{}, false
+	}
+	v, ok := gates.Load(sqlDB)
+	if !ok {
+		return WriterStats{}, false
+	}
+	g := v.(*writeGate)
+	return WriterStats{Held: time.Duration(g.held.Load()), Waited: time.Duration(g.waited.Load()),
+		CheckpointHeld: time.Duration(g.ckptHeld.Load()), Restarts: g.restarts.Load()}, true
 }
 
 // openGated opens an SQLite pool (driver name drv, as registered) whose
@@ -238,8 +283,11 @@ func openGate(drv, dsn string, wait time.Duration) (*sql.DB, *writeGate, error) 
 	d := probe.Driver()
 	probe.Close()
 	gate := newWriteGate(wait)
-	db := sql.OpenDB(&gatedConnector{drv: d, dsn: dsn, gate: gate})
+	conn := &gatedConnector{drv: d, dsn: dsn, gate: gate}
+	db := sql.OpenDB(conn)
+	conn.db = db
 	gate.checkpoint = func() { gate.checkpointLog(db) }
+	gates.Store(db, gate)
 	return db, gate, nil
 }
 
@@ -271,7 +319,13 @@ func (g *writeGate) checkpointLog(db *sql.DB) {
 	if g.take(ctx) != nil {
 		return
 	}
-	defer func() { <-g.turn }()
+	start := time.Now()
+	defer func() {
+		d := int64(time.Since(start))
+		g.held.Add(d)
+		g.ckptHeld.Add(d)
+		<-g.turn
+	}()
 	ctx = context.WithValue(ctx, gateHeld{}, true)
 	// RESTART also needs the readers still reading the log gone (readers
 	// that begin once it is copied read the database alone), so that the

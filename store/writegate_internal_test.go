@@ -264,6 +264,10 @@ func TestCheckpointRestartsOnceTheReadersLeave(t *testing.T) {
 	if gate.restarts.Load() != 1 {
 		t.Fatalf("%d restarts after the reader left, want 1", gate.restarts.Load())
 	}
+	// The pass held the writers, and that counts as the writer held.
+	if ck, held := gate.ckptHeld.Load(), gate.held.Load(); ck == 0 || held < ck {
+		t.Fatalf("the checkpoint held the writers %d ns, the writer was held %d ns in all", ck, held)
+	}
 	// The next writer starts the log over: it stays a few pages long.
 	if _, err := db.ExecContext(ctx, "INSERT INTO blobs VALUES (x'00')"); err != nil {
 		t.Fatal(err)
@@ -274,5 +278,51 @@ func TestCheckpointRestartsOnceTheReadersLeave(t *testing.T) {
 	}
 	if logged > 16 {
 		t.Fatalf("the log holds %d frames after one small write, want it started over", logged)
+	}
+}
+
+// Writers reports how long a pool's writers held the gate and waited for
+// it; a pool npcd did not open behind a gate has none, and nor has a
+// closed one.
+func TestWritersReportsTheGate(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "w.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec("CREATE TABLE t (v INTEGER)").Error; err != nil {
+		t.Fatal(err)
+	}
+	st, ok := Writers(db)
+	if !ok || st.Held <= 0 {
+		t.Fatalf("Writers = %+v, %v after a write, want the time it held the writer", st, ok)
+	}
+	sqlDB, _ := db.DB()
+	v, _ := gates.Load(sqlDB)
+	g := v.(*writeGate)
+	// A writer that finds the gate taken counts its wait. Whether it
+	// found it taken is seen in the count; a writer that came after the
+	// gate was given back tries again.
+	for try := 0; g.waited.Load() == 0; try++ {
+		if try == 100 {
+			t.Fatal("no writer ever waited for the gate")
+		}
+		g.turn <- struct{}{}
+		done := make(chan error)
+		go func() { done <- db.Exec("INSERT INTO t VALUES (1)").Error }()
+		time.Sleep(time.Millisecond)
+		<-g.turn
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := Writers(db); st.Waited <= 0 || st.Waited != time.Duration(g.waited.Load()) {
+		t.Fatalf("Writers reports a wait of %s, the gate counted %d ns", st.Waited, g.waited.Load())
+	}
+	if err := Close(db); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := Writers(db); ok {
+		t.Fatal("a closed pool still has writer stats")
 	}
 }

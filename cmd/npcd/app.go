@@ -149,6 +149,10 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	a.metrics.WatchIndexCache(ret.CacheStats)
 	if store.IsSQLite(a.db) {
 		a.metrics.WatchWAL(func() int64 { return walSize(cfg.DB) })
+		a.metrics.WatchWriters(func() store.WriterStats {
+			st, _ := store.Writers(a.db)
+			return st
+		})
 	}
 	// One set of per-NPC locks: ticks take them, and so do sleeps, whether
 	// the schedule or the API starts them.

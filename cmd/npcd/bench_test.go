@@ -49,6 +49,10 @@ func TestBenchTicksJSON(t *testing.T) {
 		if m.IndexBuilds != 0 {
 			t.Errorf("measurement %+v: indexes built during the ticks, with a cache that holds them all", m)
 		}
+		// Every tick commits: SQLite's writer was held a part of the time.
+		if m.WriterBusy <= 0 {
+			t.Errorf("measurement %+v: the writer was never held", m)
+		}
 	}
 }
 
@@ -203,8 +207,8 @@ func TestBenchTicksHTTP(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("not one JSON object a line: %v\n%s", err, out.String())
 		}
-		if m.NPCs != 2 || m.Ticks != 4 || m.TicksPerS <= 0 || m.P50MS <= 0 {
-			t.Errorf("measurement %+v: wrong counts or figures", m)
+		if m.NPCs != 2 || m.Ticks != 4 || m.TicksPerS <= 0 || m.P50MS <= 0 || m.WriterBusy != 0 {
+			t.Errorf("measurement %+v: wrong counts or figures (the daemon's writer is not measured)", m)
 		}
 		modes = append(modes, m.Mode)
 	}

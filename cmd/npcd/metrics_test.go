@@ -110,6 +110,11 @@ func TestMetricsScrapeLints(t *testing.T) {
 		{"npcd_compactions_total", map[string]string{"trigger": "manual"}, 1},
 		{"npcd_pending_events", nil, 1},
 		{"npcd_database_size_bytes", nil, 4096},
+		// The daemon wrote: its writer was held some time.
+		{"npcd_db_writer_held_seconds_total", nil, 1e-9},
+		{"npcd_db_writer_wait_seconds_total", nil, 0},
+		{"npcd_db_checkpoint_held_seconds_total", nil, 0},
+		{"npcd_db_wal_restarts_total", nil, 0},
 	} {
 		v, ok := has(c.name, c.labels)
 		if !ok || v < c.min {
