@@ -1286,26 +1286,17 @@ func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (Maske
 	var out Masked
 	for start := 0; start < len(ids); start += 500 {
 		end := min(start+500, len(ids))
-		var rows []Message
-		if err := db.Select("id, view_tokens, mask_tokens").
-			Where("character_id = ? AND state = ? AND role = ? AND masked = ? AND id IN ?", id, StateLive, "tool", false, ids[start:end]).
-			Find(&rows).Error; err != nil {
+		// One statement masks the batch's rows masking shrinks and
+		// returns what they saved.
+		rows, err := db.Raw(maskSQL, true, id, StateLive, "tool", false, ids[start:end]).Rows()
+		if err != nil {
 			return Masked{}, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
-		for _, r := range rows {
-			if r.MaskTokens >= r.ViewTokens { // masking would not make the prompt smaller
-				continue
-			}
-			out.IDs = append(out.IDs, r.ID)
-			out.Saved += r.ViewTokens - r.MaskTokens
-		}
-	}
-	for start := 0; start < len(out.IDs); start += 500 {
-		end := min(start+500, len(out.IDs))
-		if err := db.Model(&Message{}).Where("id IN ?", out.IDs[start:end]).Update("masked", true).Error; err != nil {
+		if err := maskedRows(rows, &out); err != nil {
 			return Masked{}, fmt.Errorf("mask messages of %q: %w", id, err)
 		}
 	}
+	slices.Sort(out.IDs)
 	if len(out.IDs) > 0 {
 		after, err := updateReturning(db, id, map[string]any{
 			"live_tokens": gorm.Expr("live_tokens - ?", out.Saved), "history_rev": newRev(),
@@ -1316,6 +1307,29 @@ func (s *Store) MaskMessages(ctx context.Context, id string, ids []int64) (Maske
 		out.After = after
 	}
 	return out, nil
+}
+
+// maskSQL masks the live, unmasked tool results of an NPC among the ids
+// given whose placeholder is smaller than what is sent now, and returns
+// what masking saves of each.
+const maskSQL = "UPDATE messages SET masked = ? WHERE character_id = ? AND state = ? AND role = ? AND masked = ? AND mask_tokens < view_tokens " +
+	"AND id IN ? RETURNING id, view_tokens, mask_tokens"
+
+// maskedRows reads the rows maskSQL returns into out, closing them.
+func maskedRows(rows *sql.Rows, out *Masked) error {
+	defer rows.Close()
+	for rows.Next() {
+		var id, view, mask int64
+		if err := rows.Scan(&id, &view, &mask); err != nil {
+			return err
+		}
+		out.IDs = append(out.IDs, id)
+		out.Saved += int(view - mask)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // Archive moves live messages of an NPC to the archive, recording the
