@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/npcd/npcd/internal/gencache"
 )
 
 // Per-message framing costs, as in OpenAI's published counting recipe.
@@ -45,13 +47,10 @@ type Counter struct {
 	split func(string) int
 	mu    sync.RWMutex
 	// texts holds the counts of the texts counted, by their hash
-	// (textHash), in two generations: a text is looked up in both, and
-	// once texts holds textEntries the generation is over: texts becomes
-	// older and the older one is dropped. A text found only in older is
-	// kept in texts again, so the texts every prompt repeats stay however
-	// many others pass through.
-	texts, older map[uint64]int32
-	textCap      int // textEntries
+	// (textHash), in two generations of textEntries: a text found only in
+	// the older one is put in the newer again, so the texts every prompt
+	// repeats stay however many others pass through.
+	texts gencache.Cache[uint64, int32]
 	// pieces holds the token counts of pieces, at most pieceEntries of
 	// them in pieceBytes in all, and starts afresh when full.
 	pieces     map[string]int
@@ -97,7 +96,7 @@ func NewCounter(model string) *Counter {
 
 // newCounter returns a new counter of codec.
 func newCounter(codec tokenizer.Codec) *Counter {
-	c := &Counter{codec: codec, texts: map[uint64]int32{}, textCap: textEntries, pieces: map[string]int{}}
+	c := &Counter{codec: codec, texts: gencache.New[uint64, int32](textEntries), pieces: map[string]int{}}
 	if codec.GetName() == "cl100k_base" {
 		c.split = cl100kPiece
 	}
@@ -170,7 +169,8 @@ func (c *Counter) count(s string) int {
 	}
 	h := textHash(s)
 	c.mu.RLock()
-	n, fresh, ok := c.cached(h)
+	k, fresh, ok := c.texts.Get(h)
+	n := int(k)
 	if !ok {
 		n, ok = c.withBreaks(s)
 		fresh = true
@@ -183,31 +183,9 @@ func (c *Counter) count(s string) int {
 		n = c.tokenize(s)
 	}
 	c.mu.Lock()
-	c.keep(h, n)
+	c.texts.Put(h, int32(min(n, 1<<31-1)))
 	c.mu.Unlock()
 	return n
-}
-
-// cached returns the count of the text whose hash is h, and whether the
-// newer generation holds it (fresh). The caller holds c.mu, at least for
-// reading.
-func (c *Counter) cached(h uint64) (n int, fresh, ok bool) {
-	if k, ok := c.texts[h]; ok {
-		return int(k), true, true
-	}
-	if k, ok := c.older[h]; ok {
-		return int(k), false, true
-	}
-	return 0, false, false
-}
-
-// keep caches n as the count of the text whose hash is h, in the newer
-// generation, starting a new one when it is full. The caller holds c.mu.
-func (c *Counter) keep(h uint64, n int) {
-	if len(c.texts) >= c.textCap {
-		c.older, c.texts = c.texts, make(map[uint64]int32, c.textCap/8)
-	}
-	c.texts[h] = int32(min(n, 1<<31-1))
 }
 
 // withBreaks counts s, a line and the line breaks after it, from the
@@ -226,7 +204,8 @@ func (c *Counter) withBreaks(s string) (int, bool) {
 	if line == "" || len(line) == len(s) {
 		return 0, false
 	}
-	n, _, ok := c.cached(textHash(line))
+	lineN, _, ok := c.texts.Get(textHash(line))
+	n := int(lineN)
 	if !ok || !utf8.ValidString(line) || strings.IndexByte(line, 0x7f) >= 0 {
 		// The tokenizer counted that line whole, by its own split.
 		return 0, false

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/npcd/npcd/internal/gencache"
 )
 
 func TestNewCounterEncoding(t *testing.T) {
@@ -266,7 +268,7 @@ func TestCounterToolsKeepsNoSchema(t *testing.T) {
 // every count is the tokenizer's.
 func TestCounterKeepsRecurringTexts(t *testing.T) {
 	c := newCounter(cl100k())
-	c.textCap = 16
+	c.texts = gencache.New[uint64, int32](16)
 	const recurring = "Brom wipes the counter and nods."
 	want := c.codecCount(recurring)
 	if got := c.Text(recurring); got != want {
@@ -279,7 +281,7 @@ func TestCounterKeepsRecurringTexts(t *testing.T) {
 		}
 		if i%10 == 0 {
 			c.mu.RLock()
-			_, _, cached := c.cached(textHash(recurring))
+			_, _, cached := c.texts.Get(textHash(recurring))
 			c.mu.RUnlock()
 			if !cached {
 				t.Fatalf("after %d other texts the recurring one is no longer cached", i+1)
@@ -288,11 +290,11 @@ func TestCounterKeepsRecurringTexts(t *testing.T) {
 				t.Fatalf("recount %d, want %d", got, want)
 			}
 		}
-		if len(c.texts) > c.textCap || len(c.older) > c.textCap {
-			t.Fatalf("the cache holds %d + %d texts, over two generations of %d", len(c.texts), len(c.older), c.textCap)
+		if n, o := c.texts.Len(); n > 16 || o > 16 {
+			t.Fatalf("the cache holds %d + %d texts, over two generations of 16", n, o)
 		}
 	}
-	if _, _, cached := c.cached(textHash("traveler 0 asks about the road to Varn")); cached {
+	if _, _, cached := c.texts.Get(textHash("traveler 0 asks about the road to Varn")); cached {
 		t.Fatal("a text counted once, long ago, is still cached")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/npcd/npcd/internal/text"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/gencache"
+	"github.com/npcd/npcd/internal/text"
 	"github.com/npcd/npcd/llm"
 )
 
@@ -55,15 +56,14 @@ const MaxSchemaBytes = 16 << 10
 // tools are the same for all, so one compiled schema serves every NPC that
 // declares it. A compiled schema is only read once built: validating with
 // it is safe from any goroutine.
-var compiled schemaCache
+var compiled = schemaCache{schemas: gencache.New[string, *jsonschema.Schema](schemaEntries)}
 
-// schemaCache holds compiled schemas in two generations: once the newer
-// holds schemaEntries, it becomes the older and the older is dropped; one
-// found only in the older is kept in the newer again. So the tools most
-// NPCs declare stay, whatever schemas pass through.
+// schemaCache holds compiled schemas in two generations of schemaEntries
+// (gencache): one found only in the older is kept in the newer again, so
+// the tools most NPCs declare stay, whatever schemas pass through.
 type schemaCache struct {
-	mu           sync.Mutex
-	newer, older map[string]*jsonschema.Schema
+	mu      sync.Mutex
+	schemas gencache.Cache[string, *jsonschema.Schema]
 }
 
 // schemaEntries is how many schemas a generation of compiled holds.
@@ -72,12 +72,9 @@ const schemaEntries = 512
 func (c *schemaCache) get(key string) (*jsonschema.Schema, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s, ok := c.newer[key]; ok {
-		return s, true
-	}
-	s, ok := c.older[key]
-	if ok {
-		c.keep(key, s)
+	s, fresh, ok := c.schemas.Get(key)
+	if ok && !fresh {
+		c.schemas.Put(key, s)
 	}
 	return s, ok
 }
@@ -85,15 +82,7 @@ func (c *schemaCache) get(key string) (*jsonschema.Schema, bool) {
 func (c *schemaCache) put(key string, s *jsonschema.Schema) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.keep(key, s)
-}
-
-// keep adds s to the newer generation; c.mu must be held.
-func (c *schemaCache) keep(key string, s *jsonschema.Schema) {
-	if c.newer == nil || len(c.newer) >= schemaEntries {
-		c.older, c.newer = c.newer, make(map[string]*jsonschema.Schema)
-	}
-	c.newer[key] = s
+	c.schemas.Put(key, s)
 }
 
 // compileSchema compiles the parameter schema params of the tool name, or

@@ -5,7 +5,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/gencache"
 )
 
 // NPCs that declare the same tool share one compiled schema, which
@@ -77,7 +80,7 @@ func TestCompiledSchemasAreShared(t *testing.T) {
 // The cache keeps a schema looked up again and again while many others
 // pass through, and holds at most two generations.
 func TestSchemaCacheKeepsRecurringSchemas(t *testing.T) {
-	var c schemaCache
+	c := schemaCache{schemas: gencache.New[string, *jsonschema.Schema](schemaEntries)}
 	s, err := compileNew("look", []byte(`{"type":"object"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +93,8 @@ func TestSchemaCacheKeepsRecurringSchemas(t *testing.T) {
 				t.Fatalf("after %d other schemas the recurring one is gone", i+1)
 			}
 		}
-		if len(c.newer) > schemaEntries || len(c.older) > schemaEntries {
-			t.Fatalf("%d + %d schemas held, over two generations of %d", len(c.newer), len(c.older), schemaEntries)
+		if n, o := c.schemas.Len(); n > schemaEntries || o > schemaEntries {
+			t.Fatalf("%d + %d schemas held, over two generations of %d", n, o, schemaEntries)
 		}
 	}
 	if _, ok := c.get("tool0"); ok {
