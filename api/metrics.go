@@ -175,7 +175,7 @@ func (m *Metrics) WatchWriters(stats func() store.WriterStats) {
 	m.reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_db_writer_held_seconds_total", Help: "Time SQLite's single writer was held by this process's transactions, writes and checkpoint passes."},
 			func() float64 { return stats().Held.Seconds() }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_db_writer_wait_seconds_total", Help: "Time writers waited for their turn at SQLite's single writer, summed over writers."},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_db_writer_wait_seconds_total", Help: "Time writers (checkpoint passes included) waited for their turn at SQLite's single writer, summed over writers."},
 			func() float64 { return stats().Waited.Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_db_checkpoint_held_seconds_total", Help: "Time the background checkpoints held SQLite's writers to start the write-ahead log over."},
 			func() float64 { return stats().CheckpointHeld.Seconds() }),

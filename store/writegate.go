@@ -243,7 +243,7 @@ var gates sync.Map
 // transactions, writes and checkpoint passes (Held: its growth over a
 // span of time, near that span, says the writer is what the ticks wait
 // for), the time writers spent waiting for their turn (Waited, summed over
-// writers), the part of Held the background checkpoints' second passes
+// writers, the checkpoints' passes included), the part of Held the background checkpoints' second passes
 // took (CheckpointHeld), and how many of these started the write-ahead
 // log over (Restarts).
 type WriterStats struct {

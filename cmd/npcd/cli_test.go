@@ -177,12 +177,14 @@ func lineWith(text, sub string) string {
 func TestConfigFromEnv(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"NPCD_ADDR": "127.0.0.1:9", "OPENAI_API_KEY": "sk-openai", "NPCD_LLM_API_KEY": "sk-npcd",
-		"NPCD_TICK_TIMEOUT": "3m", "NPCD_MAX_CONCURRENT_CALLS": "2", "NPCD_LOG_FORMAT": "console"}
+		"NPCD_TICK_TIMEOUT": "3m", "NPCD_MAX_CONCURRENT_CALLS": "2", "NPCD_LOG_FORMAT": "console",
+		"NPCD_MAX_BODY_BYTES": "2048"}
 	c, err := configFromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != "127.0.0.1:9" || c.LLMAPIKey != "sk-npcd" || c.TickTimeout.Minutes() != 3 || c.MaxConcurrentCalls != 2 || c.LogFormat != "console" {
+	if c.Addr != "127.0.0.1:9" || c.LLMAPIKey != "sk-npcd" || c.TickTimeout.Minutes() != 3 || c.MaxConcurrentCalls != 2 || c.LogFormat != "console" ||
+		c.MaxBodyBytes != 2048 {
 		t.Errorf("config = %+v", c)
 	}
 	bad := map[string]string{"NPCD_TICK_TIMEOUT": "soon", "NPCD_MAX_BODY_BYTES": "big"}

@@ -135,14 +135,8 @@ var envVars = []envVar{
 	{"NPCD_TICK_TIMEOUT", "", "one tick, model calls included", setDur(func(c *Config) *time.Duration { return &c.TickTimeout })},
 	{"NPCD_SHUTDOWN_TIMEOUT", "", "a graceful shutdown", setDur(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"NPCD_MAX_CONCURRENT_CALLS", "", "model calls in flight across all NPCs", setInt(func(c *Config) *int { return &c.MaxConcurrentCalls })},
-	{"NPCD_MAX_BODY_BYTES", "", "request body limit (413 above)", func(c *Config, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%q is not an integer", v)
-		}
-		c.MaxBodyBytes = n
-		return nil
-	}},
+	{"NPCD_MAX_BODY_BYTES", "", "request body limit (413 above)", setParsed(func(c *Config) *int64 { return &c.MaxBodyBytes },
+		func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }, "an integer")},
 	{"NPCD_INDEX_CACHE_MB", "", "memory the search index cache may hold, in MiB", setInt(func(c *Config) *int { return &c.IndexCacheMB })},
 	{"NPCD_HISTORY_CACHE_MB", "", "memory the live histories kept between an NPC's ticks may hold, in MiB", setInt(func(c *Config) *int { return &c.HistoryCacheMB })},
 	{"NPCD_BACKGROUND_COMPACTION", "", "0: a compaction a tick needs runs inside it; 1 (default): it runs beside the ticks once one leaves the context close to the emergency threshold",
