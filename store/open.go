@@ -149,7 +149,9 @@ func sqliteDSN(path string, opt Options) string {
 const WALSizeLimit = 64 << 20
 
 // Checkpoint copies every page of an SQLite write-ahead log into the
-// database and truncates the log to zero bytes (wal_checkpoint(TRUNCATE)).
+// database and truncates the log to zero bytes (wal_checkpoint(TRUNCATE)),
+// after a first pass that copies it, and syncs the database, beside the
+// writers.
 // Automatic checkpoints never shrink the file and cannot finish while
 // readers are active, so under steady load the log only grows; the daemon
 // calls this now and then. It waits up to wait for active readers and
@@ -175,6 +177,15 @@ func Checkpoint(ctx context.Context, db *gorm.DB, wait time.Duration) (done bool
 	}
 	defer restore()
 	var busy, logPages, checkpointed int
+	// The log is copied, and the database synced, beside the writers
+	// first: TRUNCATE holds them, and then copies and syncs only what
+	// they appended meanwhile (see syncDB).
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &checkpointed); err != nil {
+		return false, fmt.Errorf("store: checkpoint: %w", err)
+	}
+	if file := connFile(conn); file != "" {
+		_ = syncDB(file) // failing, TRUNCATE syncs it all
+	}
 	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &checkpointed); err != nil {
 		return false, fmt.Errorf("store: checkpoint: %w", err)
 	}

@@ -56,6 +56,8 @@ type writeGate struct {
 	// gate and waited for it; ckptHeld is the part of held that the
 	// checkpoints' second passes took.
 	held, waited, ckptHeld atomic.Int64
+	// presyncs counts the database syncs run before a second pass.
+	presyncs atomic.Int64
 	// readersBusy, when set (by tests), is called each time the second
 	// pass of a checkpoint finds readers still reading the log.
 	readersBusy func()
@@ -219,7 +221,15 @@ func (c *gatedConnector) Connect(context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gatedConn{inner: conn, gate: c.gate}, nil
+	file, err := mainFile(conn)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	if file != "" {
+		openedFile(file)
+	}
+	return &gatedConn{inner: conn, gate: c.gate, file: file}, nil
 }
 
 func (c *gatedConnector) Driver() driver.Driver { return c.drv }
@@ -298,7 +308,10 @@ func openGate(drv, dsn string, wait time.Duration) (*sql.DB, *writeGate, error) 
 // pass, after which the whole log is in the database and the next writer
 // starts it over from its beginning. Without it, under a steady load a
 // checkpoint would never catch up with the writers and the log would grow
-// without end (SQLite reuses it only once every frame has been copied). Errors are left to
+// without end (SQLite reuses it only once every frame has been copied).
+// Between the two, the database file is synced beside the writers
+// (syncDB), so that the second pass has only its own few pages to flush
+// while it holds them. Errors are left to
 // the next checkpoint: a pool closed meanwhile, a checkpoint another
 // process runs.
 func (g *writeGate) checkpointLog(db *sql.DB) {
@@ -314,6 +327,11 @@ func (g *writeGate) checkpointLog(db *sql.DB) {
 	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logged, &copied)
 	if err != nil || logged < restartFrames {
 		return
+	}
+	// What this pass copied is flushed now, beside the writers, not in
+	// the pass that holds them (see syncDB). Failing, that pass syncs it.
+	if file := connFile(conn); file != "" && syncDB(file) == nil {
+		g.presyncs.Add(1)
 	}
 	// Not acquire: this pass is no write to count.
 	if g.take(ctx) != nil {
@@ -385,7 +403,8 @@ const restartWait = 20 * time.Millisecond
 type gatedConn struct {
 	inner driver.Conn
 	gate  *writeGate
-	inTx  bool // a transaction of this connection holds the gate
+	inTx  bool   // a transaction of this connection holds the gate
+	file  string // the database file (see dbFiles), "" for none
 }
 
 var (
@@ -419,7 +438,14 @@ func (c *gatedConn) PrepareContext(ctx context.Context, query string) (driver.St
 	return &gatedStmt{inner: s, conn: c, write: writes(query)}, nil
 }
 
-func (c *gatedConn) Close() error { return c.inner.Close() }
+func (c *gatedConn) Close() error {
+	err := c.inner.Close()
+	if c.file != "" {
+		// After SQLite's own close: the file's descriptor may go with it.
+		err = errors.Join(err, closedFile(c.file))
+	}
+	return err
+}
 
 func (c *gatedConn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{})

@@ -264,6 +264,10 @@ func TestCheckpointRestartsOnceTheReadersLeave(t *testing.T) {
 	if gate.restarts.Load() != 1 {
 		t.Fatalf("%d restarts after the reader left, want 1", gate.restarts.Load())
 	}
+	// The database was synced before the pass that held the writers.
+	if gate.presyncs.Load() != 1 {
+		t.Fatalf("%d syncs of the database before the held pass, want 1", gate.presyncs.Load())
+	}
 	// The pass held the writers, and that counts as the writer held.
 	if ck, held := gate.ckptHeld.Load(), gate.held.Load(); ck == 0 || held < ck {
 		t.Fatalf("the checkpoint held the writers %d ns, the writer was held %d ns in all", ck, held)
@@ -324,5 +328,95 @@ func TestWritersReportsTheGate(t *testing.T) {
 	}
 	if _, ok := Writers(db); ok {
 		t.Fatal("a closed pool still has writer stats")
+	}
+}
+
+// The descriptor a checkpoint syncs the database file through stays open
+// while any connection of npcd's pools is open on the file (closing it
+// would drop their POSIX locks), and is closed with the last of them.
+func TestDatabaseFileDescriptorLivesAsLongAsItsConnections(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "two.db")
+	ctx := context.Background()
+	open := func() *sql.DB {
+		db, err := openGated("sqlite", sqliteDSN(path, Options{}), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS t (v)"); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	a, b := open(), open()
+	conn, err := a.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := connFile(conn)
+	if file == "" {
+		t.Fatal("a connection of a gated pool names no database file")
+	}
+	if err := syncDB(file); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	dbFiles.Lock()
+	df := dbFiles.m[file]
+	dbFiles.Unlock()
+	if df == nil || df.f == nil || df.conns < 2 {
+		t.Fatalf("after a sync, the file's entry is %+v: want its descriptor, and both pools' connections", df)
+	}
+	f := df.f
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Stat(); err != nil {
+		t.Fatalf("the descriptor was closed while the other pool's connections were open: %v", err)
+	}
+	if _, err := b.ExecContext(ctx, "INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Stat(); err == nil {
+		t.Fatal("the descriptor is still open after the last connection closed")
+	}
+	dbFiles.Lock()
+	left := dbFiles.m[file]
+	dbFiles.Unlock()
+	if left != nil {
+		t.Fatal("the file's entry outlived its connections")
+	}
+	if err := syncDB(filepath.Join(t.TempDir(), "none.db")); err == nil {
+		t.Fatal("a sync of a file no connection has open succeeded")
+	}
+}
+
+// Checkpoint syncs the database file beside the writers before the pass
+// that holds them.
+func TestCheckpointSyncsTheDatabaseFirst(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Close(db) })
+	if err := db.Exec("CREATE TABLE t (v)").Error; err != nil {
+		t.Fatal(err)
+	}
+	if done, err := Checkpoint(ctx, db, time.Second); err != nil || !done {
+		t.Fatalf("Checkpoint = %v, %v", done, err)
+	}
+	var file string
+	if err := db.Raw("SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file).Error; err != nil || file == "" {
+		t.Fatalf("database file %q (%v)", file, err)
+	}
+	dbFiles.Lock()
+	df := dbFiles.m[file]
+	dbFiles.Unlock()
+	if df == nil || df.f == nil {
+		t.Fatalf("after Checkpoint the file's entry is %+v: it was not synced through its descriptor", df)
 	}
 }
