@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/npcd/npcd/character"
@@ -146,11 +147,27 @@ type besideRun struct {
 	c     *character.Character
 	plan  *sleep.Plan
 	taken bool // a tick took the run over: the run only ends
-	sum   sleep.Summary
-	err   error
-	ready chan struct{} // closed once the summary is written, or the run gave up
-	done  chan struct{} // closed once the run has ended
+	// state tells whether the run still waits for its turn among the
+	// background compactions (runQueued), has begun (runStarted), or was
+	// dropped by a tick while it waited (runDropped: the tick compacts
+	// itself, and abandon is closed).
+	state   atomic.Int32
+	abandon chan struct{}
+	sum     sleep.Summary
+	err     error
+	ready   chan struct{} // closed once the summary is written, or the run gave up
+	done    chan struct{} // closed once the run has ended
 }
+
+const (
+	runQueued int32 = iota
+	runStarted
+	runDropped
+)
+
+// errDropped is the outcome of a run a tick dropped while it waited for
+// its turn.
+var errDropped = errors.New("dropped by a tick while it waited for its turn")
 
 // compactBeside starts a background compaction of NPC after, as a tick
 // (run with Config.BackgroundCompaction) just left it with the live history
@@ -184,7 +201,7 @@ func (e *Engine) compactBeside(after *character.Character, live []character.Mess
 	if p.Empty() {
 		return
 	}
-	run := &besideRun{c: after, plan: p, ready: make(chan struct{}), done: make(chan struct{})}
+	run := &besideRun{c: after, plan: p, abandon: make(chan struct{}), ready: make(chan struct{}), done: make(chan struct{})}
 	if err := e.begin(); err != nil {
 		return
 	}
@@ -195,6 +212,7 @@ func (e *Engine) compactBeside(after *character.Character, live []character.Mess
 		defer e.compacting.CompareAndDelete(id, run)
 		rec, err := e.runBeside(e.bg, bc, id, run)
 		switch {
+		case errors.Is(err, errDropped):
 		case err != nil:
 			if e.bg.Err() == nil {
 				e.deps.Log.Warn().Err(err).Str("npc", id).Msg("background compaction failed; the next tick at the emergency threshold compacts")
@@ -215,10 +233,29 @@ func (e *Engine) compactBeside(after *character.Character, live []character.Mess
 // over, or it was overtaken (another compaction or a clear archived rows
 // it planned, the NPC was deleted). Nothing is changed then.
 func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id string, run *besideRun) (*sleep.Record, error) {
+	// Its turn among the background compactions (Config.BackgroundCompactions).
+	var err error
+	select {
+	case e.besideSlots <- struct{}{}:
+		if !run.state.CompareAndSwap(runQueued, runStarted) {
+			<-e.besideSlots
+			err = errDropped
+		}
+	case <-run.abandon:
+		err = errDropped
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		run.err = err
+		close(run.ready)
+		return nil, err
+	}
 	pinned, err := bc.Pinned(ctx, run.plan)
 	if err == nil {
 		run.sum = bc.Summarize(ctx, run.c, run.plan, pinned)
 	}
+	<-e.besideSlots // the commit below waits for the NPC's lock, not for a core
 	run.err = err
 	close(run.ready)
 	if err != nil {
@@ -304,8 +341,10 @@ func (e *Engine) landWritten(ctx context.Context, ts *turnState) error {
 }
 
 // handOver is called by a tick of c, holding the NPC's lock, that must
-// compact before it calls the model. When a background compaction of the
-// NPC is writing its summary, the tick waits for it (the wait counted as
+// compact before it calls the model. A background compaction of the NPC
+// still waiting for its turn (Config.BackgroundCompactions) is dropped,
+// and the tick compacts as it would have: it does not wait for the runs
+// before it. When one is writing its summary, the tick waits for it (the wait counted as
 // model time, in waited) and commits it itself: handled is then true, and
 // rec and after are the compaction and the NPC it left. A run whose summary
 // failed, or whose plan another compaction overtook, is dropped: the tick
@@ -316,6 +355,12 @@ func (e *Engine) handOver(ctx context.Context, c *character.Character) (rec *sle
 		return nil, nil, 0, false, nil
 	}
 	run.taken = true
+	if run.state.CompareAndSwap(runQueued, runDropped) {
+		// Still waiting for its turn: the tick compacts now rather than
+		// wait for the runs before it.
+		close(run.abandon)
+		return nil, nil, 0, false, nil
+	}
 	bc, ok := e.deps.Compactor.(backgroundCompactor)
 	if !ok {
 		return nil, nil, 0, false, nil

@@ -3,6 +3,7 @@ package tick
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -755,4 +756,61 @@ func TestPostedResultsAreNotedAndForgotten(t *testing.T) {
 	if got, _ := env.eng.awaitedTokens(c, nil); got != 0 {
 		t.Fatalf("the deleted NPC's note is still there: %d tokens foreseen", got)
 	}
+}
+
+// Background compactions write their summaries Config.BackgroundCompactions
+// at a time. A tick that needs the compaction of its NPC while that one
+// still waits for its turn does not wait for the runs before it: it drops
+// the run and compacts itself, and the dropped run never asks for a
+// summary.
+func TestTickCompactsItselfRatherThanWaitForItsTurn(t *testing.T) {
+	s := newSlowSummaries(t)
+	env := s.env
+	if n := cap(env.eng.besideSlots); n != max(1, runtime.GOMAXPROCS(0)/2) {
+		t.Fatalf("%d background compactions at once by default, want half the cores", n)
+	}
+	// The slots all taken, as by the compactions of other NPCs.
+	env.eng.besideSlots = make(chan struct{}, 1)
+	env.eng.besideSlots <- struct{}{}
+	summaries := s.f.count("summary")
+	before := len(records(t, env))
+	var run *besideRun
+	for i := 0; run == nil; i++ {
+		if i == 200 {
+			t.Fatal("no compaction began beside the ticks")
+		}
+		if res := tickOnce(t, env, fmt.Sprintf("Tale %d: the north road is long and the wolves are hungry this winter.", i)); res.Compaction != nil {
+			t.Fatalf("tick %d compacted before any compaction began beside the ticks", res.Tick)
+		}
+		if v, ok := env.eng.compacting.Load("brom"); ok {
+			run = v.(*besideRun)
+		}
+	}
+	// It waits for its turn, and asks for no summary meanwhile.
+	time.Sleep(20 * time.Millisecond)
+	if st := run.state.Load(); st != runQueued || s.f.count("summary") != summaries {
+		t.Fatalf("the run is in state %d with %d summaries asked for, want it waiting for its turn and none", st, s.f.count("summary")-summaries)
+	}
+	env.eng.handingOver = func() { t.Error("the tick waited for a compaction that had not begun") }
+	// A long tale: the tick must compact before its model call.
+	res := tickOnce(t, env, longTale)
+	if res.Compaction == nil || res.Compaction.Trigger != sleep.TriggerEmergency {
+		t.Fatalf("the tick reported compaction %+v, want its own", res.Compaction)
+	}
+	select {
+	case <-env.eng.Compacting("brom"):
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dropped run did not end")
+	}
+	if st := run.state.Load(); st != runDropped {
+		t.Fatalf("the run is in state %d, want dropped", st)
+	}
+	<-env.eng.besideSlots
+	if n := s.f.count("summary") - summaries; n != 1 {
+		t.Fatalf("%d summaries written, want the tick's own alone", n)
+	}
+	if recs := records(t, env); len(recs)-before != 1 || recs[len(recs)-1].Trigger != sleep.TriggerEmergency {
+		t.Fatalf("%d compactions stored, want the tick's own alone", len(recs)-before)
+	}
+	checkStored(t, env)
 }

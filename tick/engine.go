@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -68,6 +69,13 @@ type Config struct {
 	// the model (see compactBeside). Off, every compaction a tick needs
 	// runs inside it; the daemon turns it on.
 	BackgroundCompaction bool
+	// BackgroundCompactions bounds the background compactions writing
+	// their summaries at once; the others wait for their turn, and a tick
+	// that needs one still waiting compacts itself instead of waiting for
+	// the queue. A burst of them (a whole world crossing its threshold
+	// together) would otherwise take the cores, or the model endpoint,
+	// from the ticks. Default: half the cores, at least 1.
+	BackgroundCompactions int
 }
 
 func (c *Config) applyDefaults() {
@@ -113,6 +121,9 @@ func (c *Config) applyDefaults() {
 	if c.HistoryCacheBytes == 0 {
 		c.HistoryCacheBytes = DefaultHistoryCacheBytes
 	}
+	if c.BackgroundCompactions == 0 {
+		c.BackgroundCompactions = max(1, runtime.GOMAXPROCS(0)/2)
+	}
 }
 
 // DefaultMaxEventLead is Config.MaxEventLead's default: a year, leap day
@@ -125,6 +136,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.MaxConcurrentCalls < 1:
 		return errors.New("tick: MaxConcurrentCalls must be at least 1")
+	case c.BackgroundCompactions < 1:
+		return errors.New("tick: BackgroundCompactions must be at least 1")
 	case c.TickTimeout < time.Second:
 		return errors.New("tick: TickTimeout must be at least 1s")
 	case c.MaxEventsPerTick < 1:
@@ -221,8 +234,11 @@ type Engine struct {
 	// it (a *besideRun); bg is the context background work runs in, which
 	// Close ends.
 	compacting sync.Map
-	bg         context.Context
-	stopBG     context.CancelFunc
+	// besideSlots holds a token for each background compaction writing
+	// its summary (Config.BackgroundCompactions).
+	besideSlots chan struct{}
+	bg          context.Context
+	stopBG      context.CancelFunc
 	// resultSizes holds what the last result the game posted of each
 	// NPC's tool cost (toolOf → postedSize), for awaitedTokens.
 	resultSizes sync.Map
@@ -276,7 +292,8 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 	bg, stopBG := context.WithCancel(context.Background())
 	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
 		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB),
-		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, bg: bg, stopBG: stopBG}, nil
+		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, besideSlots: make(chan struct{}, cfg.BackgroundCompactions),
+		bg: bg, stopBG: stopBG}, nil
 }
 
 // Config returns the engine's configuration with defaults applied.

@@ -189,7 +189,12 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 		return err
 	}
 	tcfg := tick.Config{DefaultModel: cfg.Model, MaxConcurrentCalls: cfg.MaxConcurrentCalls, TickTimeout: cfg.TickTimeout,
-		BackgroundCompaction: cfg.BackgroundCompaction, HistoryCacheBytes: int64(cfg.HistoryCacheMB) << 20}
+		BackgroundCompaction: cfg.BackgroundCompaction, HistoryCacheBytes: int64(cfg.HistoryCacheMB) << 20,
+		BackgroundCompactions: cfg.BackgroundCompactions}
+	if tcfg.BackgroundCompactions == 0 && cfg.LLMBaseURL != "" {
+		// Summaries of an endpoint wait on the network, not on a core.
+		tcfg.BackgroundCompactions = cfg.MaxConcurrentCalls
+	}
 	if opt.tickConfig != nil {
 		opt.tickConfig(&tcfg)
 	}

@@ -89,6 +89,12 @@ type Config struct {
 	// a tick leaves it close to the emergency threshold, instead of inside
 	// the next tick (NPCD_BACKGROUND_COMPACTION); default true.
 	BackgroundCompaction bool
+	// BackgroundCompactions bounds the background compactions writing
+	// their summaries at once (NPCD_BACKGROUND_COMPACTIONS); 0, the
+	// default, is half the cores (at least 1) with the builtin model only,
+	// whose summaries take a core each, and MaxConcurrentCalls with an
+	// endpoint, whose summaries wait on the network.
+	BackgroundCompactions int
 }
 
 // DefaultOutcomeRetention is how long tick answers are kept by default.
@@ -141,6 +147,8 @@ var envVars = []envVar{
 	{"NPCD_HISTORY_CACHE_MB", "", "memory the live histories kept between an NPC's ticks may hold, in MiB", setInt(func(c *Config) *int { return &c.HistoryCacheMB })},
 	{"NPCD_BACKGROUND_COMPACTION", "", "0: a compaction a tick needs runs inside it; 1 (default): it runs beside the ticks once one leaves the context close to the emergency threshold",
 		setBool(func(c *Config) *bool { return &c.BackgroundCompaction })},
+	{"NPCD_BACKGROUND_COMPACTIONS", "", "background compactions writing their summaries at once (default: half the cores with the builtin model only, NPCD_MAX_CONCURRENT_CALLS with an endpoint)",
+		setInt(func(c *Config) *int { return &c.BackgroundCompactions })},
 	{"NPCD_INSECURE_NO_AUTH", "insecure-no-auth", "1: serve without NPCD_API_TOKEN on a non-loopback address (the network is trusted)",
 		setBool(func(c *Config) *bool { return &c.InsecureNoAuth })},
 	{"NPCD_WAL_CHECKPOINT", "", "how often SQLite's write-ahead log is checkpointed and truncated", setDur(func(c *Config) *time.Duration { return &c.WALCheckpoint })},
@@ -233,6 +241,8 @@ func (c *Config) Validate() error {
 		return errors.New("llm-timeout: must be at least 1s")
 	case c.MaxConcurrentCalls < 1 || c.MaxConcurrentCalls > 1024:
 		return errors.New("max-concurrent-calls: must be between 1 and 1024")
+	case c.BackgroundCompactions < 0 || c.BackgroundCompactions > 1024:
+		return errors.New("background-compactions (NPCD_BACKGROUND_COMPACTIONS): must be between 1 and 1024, or 0 for the default")
 	case c.TickTimeout < time.Second:
 		return errors.New("tick-timeout: must be at least 1s")
 	case c.MaxBodyBytes < 1024:

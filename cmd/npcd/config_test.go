@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -72,6 +73,40 @@ func TestHistoryCacheSetting(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), "NPCD_HISTORY_CACHE_MB") {
 			t.Errorf("NPCD_HISTORY_CACHE_MB=%s: %v, want an error naming the variable", v, err)
+		}
+	}
+}
+
+// Background compactions write their summaries half the cores at a time by
+// default with the builtin model only, NPCD_MAX_CONCURRENT_CALLS at a time
+// with an endpoint; NPCD_BACKGROUND_COMPACTIONS sets it, and the engine the
+// daemon wires follows it. A value out of range, or no integer, is refused,
+// naming the variable.
+func TestBackgroundCompactionsSetting(t *testing.T) {
+	for v, want := range map[string]int{"": max(1, runtime.GOMAXPROCS(0)/2), "3": 3} {
+		cfg, err := configFromEnv(envWith("NPCD_BACKGROUND_COMPACTIONS", v))
+		if err != nil {
+			t.Fatalf("NPCD_BACKGROUND_COMPACTIONS=%q: %v", v, err)
+		}
+		if got := engineConfig(t, cfg).BackgroundCompactions; got != want {
+			t.Errorf("NPCD_BACKGROUND_COMPACTIONS=%q: the engine runs %d at once, want %d", v, got, want)
+		}
+	}
+	cfg := defaultConfig()
+	cfg.LLMBaseURL, cfg.MaxConcurrentCalls = "http://127.0.0.1:9/v1", 5
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := engineConfig(t, cfg).BackgroundCompactions; got != 5 {
+		t.Errorf("with an endpoint, the engine runs %d background compactions at once, want NPCD_MAX_CONCURRENT_CALLS (5)", got)
+	}
+	for _, v := range []string{"-1", "many", "2000"} {
+		cfg, err := configFromEnv(envWith("NPCD_BACKGROUND_COMPACTIONS", v))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), "NPCD_BACKGROUND_COMPACTIONS") {
+			t.Errorf("NPCD_BACKGROUND_COMPACTIONS=%s: %v, want an error naming the variable", v, err)
 		}
 	}
 }
