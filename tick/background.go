@@ -233,7 +233,10 @@ func (e *Engine) compactBeside(after *character.Character, live []character.Mess
 // over, or it was overtaken (another compaction or a clear archived rows
 // it planned, the NPC was deleted). Nothing is changed then.
 func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id string, run *besideRun) (*sleep.Record, error) {
-	// Its turn among the background compactions (Config.BackgroundCompactions).
+	// Its turn among the background compactions (Config.BackgroundCompactions),
+	// held until its commit: a burst of commits, each holding the database's
+	// writer for a millisecond or more, would queue the ticks' commits
+	// behind them.
 	var err error
 	select {
 	case e.besideSlots <- struct{}{}:
@@ -255,7 +258,7 @@ func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id strin
 	if err == nil {
 		run.sum = bc.Summarize(ctx, run.c, run.plan, pinned)
 	}
-	<-e.besideSlots // the commit below waits for the NPC's lock, not for a core
+	defer func() { <-e.besideSlots }()
 	run.err = err
 	close(run.ready)
 	if err != nil {

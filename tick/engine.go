@@ -69,12 +69,13 @@ type Config struct {
 	// the model (see compactBeside). Off, every compaction a tick needs
 	// runs inside it; the daemon turns it on.
 	BackgroundCompaction bool
-	// BackgroundCompactions bounds the background compactions writing
-	// their summaries at once; the others wait for their turn, and a tick
-	// that needs one still waiting compacts itself instead of waiting for
-	// the queue. A burst of them (a whole world crossing its threshold
-	// together) would otherwise take the cores, or the model endpoint,
-	// from the ticks. Default: half the cores, at least 1.
+	// BackgroundCompactions bounds the background compactions under way
+	// at once (writing their summaries or committing them); the others
+	// wait for their turn, and a tick that needs one still waiting
+	// compacts itself instead of waiting for the queue. A burst of them (a
+	// whole world crossing its threshold together) would otherwise take
+	// the cores, the model endpoint and the database's writer from the
+	// ticks. Default: half the cores, at least 1.
 	BackgroundCompactions int
 }
 
@@ -234,8 +235,8 @@ type Engine struct {
 	// it (a *besideRun); bg is the context background work runs in, which
 	// Close ends.
 	compacting sync.Map
-	// besideSlots holds a token for each background compaction writing
-	// its summary (Config.BackgroundCompactions).
+	// besideSlots holds a token for each background compaction under
+	// way (Config.BackgroundCompactions).
 	besideSlots chan struct{}
 	bg          context.Context
 	stopBG      context.CancelFunc

@@ -89,8 +89,9 @@ type Config struct {
 	// a tick leaves it close to the emergency threshold, instead of inside
 	// the next tick (NPCD_BACKGROUND_COMPACTION); default true.
 	BackgroundCompaction bool
-	// BackgroundCompactions bounds the background compactions writing
-	// their summaries at once (NPCD_BACKGROUND_COMPACTIONS); 0, the
+	// BackgroundCompactions bounds the background compactions under way
+	// at once, from their summary to their commit
+	// (NPCD_BACKGROUND_COMPACTIONS); 0, the
 	// default, is half the cores (at least 1) with the builtin model only,
 	// whose summaries take a core each, and MaxConcurrentCalls with an
 	// endpoint, whose summaries wait on the network.
@@ -147,7 +148,7 @@ var envVars = []envVar{
 	{"NPCD_HISTORY_CACHE_MB", "", "memory the live histories kept between an NPC's ticks may hold, in MiB", setInt(func(c *Config) *int { return &c.HistoryCacheMB })},
 	{"NPCD_BACKGROUND_COMPACTION", "", "0: a compaction a tick needs runs inside it; 1 (default): it runs beside the ticks once one leaves the context close to the emergency threshold",
 		setBool(func(c *Config) *bool { return &c.BackgroundCompaction })},
-	{"NPCD_BACKGROUND_COMPACTIONS", "", "background compactions writing their summaries at once (default: half the cores with the builtin model only, NPCD_MAX_CONCURRENT_CALLS with an endpoint)",
+	{"NPCD_BACKGROUND_COMPACTIONS", "", "background compactions under way at once (default: half the cores with the builtin model only, NPCD_MAX_CONCURRENT_CALLS with an endpoint)",
 		setInt(func(c *Config) *int { return &c.BackgroundCompactions })},
 	{"NPCD_INSECURE_NO_AUTH", "insecure-no-auth", "1: serve without NPCD_API_TOKEN on a non-loopback address (the network is trusted)",
 		setBool(func(c *Config) *bool { return &c.InsecureNoAuth })},
