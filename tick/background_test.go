@@ -814,3 +814,41 @@ func TestTickCompactsItselfRatherThanWaitForItsTurn(t *testing.T) {
 	}
 	checkStored(t, env)
 }
+
+// A background compaction keeps its turn until its commit: the commits of
+// a burst of them would otherwise queue the ticks' commits behind them.
+func TestBackgroundCompactionKeepsItsTurnUntilItsCommit(t *testing.T) {
+	s := newSlowSummaries(t)
+	env := s.env
+	s.begin(t, nil)
+	v, ok := env.eng.compacting.Load("brom")
+	if !ok {
+		t.Fatal("no compaction under way")
+	}
+	run := v.(*besideRun)
+	locked, unlock := make(chan struct{}), make(chan struct{})
+	go func() {
+		err := env.eng.WithNPCLock(context.Background(), "brom", func(context.Context) error {
+			close(locked)
+			<-unlock
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	<-locked
+	close(s.release)
+	<-run.ready
+	// The summary is written; the commit waits for the NPC's lock.
+	if n := len(env.eng.besideSlots); n != 1 {
+		close(unlock)
+		t.Fatalf("%d turns held while the compaction waits to commit, want its own", n)
+	}
+	close(unlock)
+	<-env.eng.Compacting("brom")
+	if n := len(env.eng.besideSlots); n != 0 {
+		t.Fatalf("%d turns held once the compaction ended, want none", n)
+	}
+	s.checkOne(t)
+}
