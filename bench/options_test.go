@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/tick"
 )
 
 // Every bad option is refused with an error naming its flag first.
@@ -81,5 +82,23 @@ func TestTimedModelBorrowsOnlyWhatItsModelDoes(t *testing.T) {
 	}
 	if _, ok := newTimedModel(keeper{llm.NewBuiltin()}, 0).(llm.MessagesBorrower); ok {
 		t.Error("in front of a model that may keep a request's messages, the timed model says it keeps none")
+	}
+}
+
+// A tick world's engine has room for every worker's model call; with a
+// model that waits (--latency), its background compactions are bounded as
+// the daemon bounds an endpoint's, else by the engine's default.
+func TestTickWorldConfig(t *testing.T) {
+	for _, c := range []struct {
+		latency time.Duration
+		want    int
+	}{{0, 0}, {200 * time.Millisecond, 32}} {
+		o := TickOptions{Workers: 32, Latency: c.latency}
+		var cfg tick.Config
+		o.tickConfig(&cfg)
+		if cfg.MaxConcurrentCalls != 32 || cfg.BackgroundCompactions != c.want {
+			t.Errorf("latency %s: %d model calls and %d background compactions at once, want 32 and %d",
+				c.latency, cfg.MaxConcurrentCalls, cfg.BackgroundCompactions, c.want)
+		}
 	}
 }

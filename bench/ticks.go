@@ -397,6 +397,16 @@ type tickWorld struct {
 	beside int
 }
 
+// tickConfig sets the engine of a tick world: room for every worker's
+// model call and, for a model that waits (--latency) as an endpoint does,
+// the bound on background compactions the daemon gives an endpoint.
+func (b TickOptions) tickConfig(c *tick.Config) {
+	c.MaxConcurrentCalls = max(c.MaxConcurrentCalls, b.Workers)
+	if b.Latency > 0 {
+		c.BackgroundCompactions = c.MaxConcurrentCalls
+	}
+}
+
 // prepareTicks opens a world of n NPCs with history tokens of archived
 // life each (and b.Others messages of other NPCs) and runs its warm-up
 // rounds (warmRounds), unmeasured.
@@ -405,7 +415,7 @@ func prepareTicks(ctx context.Context, progress io.Writer, h Harness, b TickOpti
 		DB:           b.DB,
 		IndexCacheMB: b.CacheMB,
 		Remote:       newTimedModel(llm.NewBuiltin(), b.Latency),
-		TickConfig:   func(c *tick.Config) { c.MaxConcurrentCalls = max(c.MaxConcurrentCalls, b.Workers) },
+		TickConfig:   b.tickConfig,
 	})
 	if err != nil {
 		return nil, err

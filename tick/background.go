@@ -254,11 +254,11 @@ func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id strin
 		close(run.ready)
 		return nil, err
 	}
+	defer func() { <-e.besideSlots }()
 	pinned, err := bc.Pinned(ctx, run.plan)
 	if err == nil {
 		run.sum = bc.Summarize(ctx, run.c, run.plan, pinned)
 	}
-	defer func() { <-e.besideSlots }()
 	run.err = err
 	close(run.ready)
 	if err != nil {
@@ -347,11 +347,11 @@ func (e *Engine) landWritten(ctx context.Context, ts *turnState) error {
 // compact before it calls the model. A background compaction of the NPC
 // still waiting for its turn (Config.BackgroundCompactions) is dropped,
 // and the tick compacts as it would have: it does not wait for the runs
-// before it. When one is writing its summary, the tick waits for it (the wait counted as
-// model time, in waited) and commits it itself: handled is then true, and
-// rec and after are the compaction and the NPC it left. A run whose summary
-// failed, or whose plan another compaction overtook, is dropped: the tick
-// then compacts as it would have.
+// before it. When one is writing its summary, the tick waits for it (the
+// wait counted as model time, in waited) and commits it itself: handled
+// is then true, and rec and after are the compaction and the NPC it left.
+// A run whose summary failed, or whose plan another compaction overtook,
+// is dropped: the tick then compacts as it would have.
 func (e *Engine) handOver(ctx context.Context, c *character.Character) (rec *sleep.Record, after *character.Character, waited time.Duration, handled bool, err error) {
 	run, _ := e.openRun(c.ID)
 	if run == nil {

@@ -91,10 +91,10 @@ type Config struct {
 	BackgroundCompaction bool
 	// BackgroundCompactions bounds the background compactions under way
 	// at once, from their summary to their commit
-	// (NPCD_BACKGROUND_COMPACTIONS); 0, the
-	// default, is half the cores (at least 1) with the builtin model only,
-	// whose summaries take a core each, and MaxConcurrentCalls with an
-	// endpoint, whose summaries wait on the network.
+	// (NPCD_BACKGROUND_COMPACTIONS); 0, the default, is half the cores (at
+	// least 1) with the builtin model only, whose summaries take a core
+	// each, and MaxConcurrentCalls with an endpoint, whose summaries wait
+	// on the network.
 	BackgroundCompactions int
 }
 
