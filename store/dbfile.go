@@ -21,9 +21,12 @@ import (
 // writers, and the held pass syncs only what it copies itself.
 //
 // The file is synced through a descriptor of npcd's own, kept open while
-// connections of npcd's pools are open on the file: closing any descriptor
-// of a file drops every POSIX lock the process holds on it, SQLite's
-// included, so it is closed only once the last of them is.
+// connections of npcd's writing pools are open on the file: closing any
+// descriptor of a file drops every POSIX lock the process holds on it,
+// SQLite's included, so it is closed only once the last of them is. (A
+// read-only pool, which a process opens instead of a writing one, is not
+// counted: one open beside a writing pool on the same file in the same
+// process could lose its locks when the writing pool closes.)
 
 // dbFile is an SQLite database file that connections of npcd's gated pools
 // have open, and the descriptor syncDB syncs it through, opened at its
