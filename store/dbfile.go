@@ -129,6 +129,14 @@ func mainFile(conn driver.Conn) (string, error) {
 	}
 }
 
+// syncConnDB syncs the database file of conn, a connection of a gated
+// pool, and reports whether it did: not for a pool without a file, nor
+// when the sync failed (the checkpoint that follows syncs it then).
+func syncConnDB(conn *sql.Conn) bool {
+	file := connFile(conn)
+	return file != "" && syncDB(file) == nil
+}
+
 // connFile returns the database file of conn, a connection of a gated
 // pool; "" when it has none.
 func connFile(conn *sql.Conn) string {

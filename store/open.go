@@ -183,9 +183,7 @@ func Checkpoint(ctx context.Context, db *gorm.DB, wait time.Duration) (done bool
 	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &checkpointed); err != nil {
 		return false, fmt.Errorf("store: checkpoint: %w", err)
 	}
-	if file := connFile(conn); file != "" {
-		_ = syncDB(file) // failing, TRUNCATE syncs it all
-	}
+	syncConnDB(conn)
 	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &checkpointed); err != nil {
 		return false, fmt.Errorf("store: checkpoint: %w", err)
 	}

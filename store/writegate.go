@@ -252,10 +252,10 @@ var gates sync.Map
 // process: the time its one writer was held by this process's
 // transactions, writes and checkpoint passes (Held: its growth over a
 // span of time, near that span, says the writer is what the ticks wait
-// for), the time writers spent waiting for their turn (Waited, summed over
-// writers, the checkpoints' passes included), the part of Held the background checkpoints' second passes
-// took (CheckpointHeld), and how many of these started the write-ahead
-// log over (Restarts).
+// for), the time writers spent waiting for their turn (Waited, summed
+// over writers, the checkpoints' passes included), the part of Held the
+// background checkpoints' second passes took (CheckpointHeld), and how
+// many of these started the write-ahead log over (Restarts).
 type WriterStats struct {
 	Held, Waited, CheckpointHeld time.Duration
 	Restarts                     int64
@@ -311,9 +311,8 @@ func openGate(drv, dsn string, wait time.Duration) (*sql.DB, *writeGate, error) 
 // without end (SQLite reuses it only once every frame has been copied).
 // Between the two, the database file is synced beside the writers
 // (syncDB), so that the second pass has only its own few pages to flush
-// while it holds them. Errors are left to
-// the next checkpoint: a pool closed meanwhile, a checkpoint another
-// process runs.
+// while it holds them. Errors are left to the next checkpoint: a pool
+// closed meanwhile, a checkpoint another process runs.
 func (g *writeGate) checkpointLog(db *sql.DB) {
 	ctx := context.Background()
 	// The connection is taken before the gate: taken after, it could wait
@@ -329,8 +328,8 @@ func (g *writeGate) checkpointLog(db *sql.DB) {
 		return
 	}
 	// What this pass copied is flushed now, beside the writers, not in
-	// the pass that holds them (see syncDB). Failing, that pass syncs it.
-	if file := connFile(conn); file != "" && syncDB(file) == nil {
+	// the pass that holds them (see syncDB).
+	if syncConnDB(conn) {
 		g.presyncs.Add(1)
 	}
 	// Not acquire: this pass is no write to count.

@@ -142,13 +142,7 @@ func TestTicksMaskOldResultsByPolicy(t *testing.T) {
 	}
 	looks := 0
 	for i := 0; i < 12; i++ {
-		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: take a look at this blade, Brom.", i)}}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := env.eng.Tick(ctx, "brom")
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := tickOnce(t, env, fmt.Sprintf("Round %d: take a look at this blade, Brom.", i))
 		looks += len(res.Awaiting)
 		if answerBlades(t, env, i, res, func() { checkHeld(t, env, "brom", fmt.Sprintf("continuation of tick %d", i)) }) > 0 || res.Compaction != nil {
 			t.Fatal("a compaction ran: the test is about masking alone")
