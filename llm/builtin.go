@@ -62,8 +62,17 @@ func (b *Builtin) Chat(ctx context.Context, req Request) (Response, error) {
 	default:
 		msg = b.tick(req)
 	}
-	usage := Usage{PromptTokens: b.counter.Messages(req.Messages) + b.counter.Tools(req.Tools), CompletionTokens: b.counter.Message(msg)}
+	usage := Usage{PromptTokens: b.messageTokens(req) + b.counter.Tools(req.Tools), CompletionTokens: b.counter.Message(msg)}
 	return Response{Message: msg, Usage: usage, FinishReason: "stop"}, nil
+}
+
+// messageTokens is the count of req's messages: the caller's, when it
+// counted them in the builtin model's encoding, else counted here.
+func (b *Builtin) messageTokens(req Request) int {
+	if req.MessageTokens > 0 && req.MessageEncoding == b.counter.Encoding() {
+		return req.MessageTokens
+	}
+	return b.counter.Messages(req.Messages)
 }
 
 func hash(parts ...string) uint64 {

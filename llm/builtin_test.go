@@ -734,3 +734,26 @@ func TestBestRecallSkipsOwnWords(t *testing.T) {
 		t.Errorf("bestRecall over its own words only = %q, want nothing", got)
 	}
 }
+
+// The builtin model reports a prompt's usage from the count its caller
+// gives, when made in its own encoding, and counts the prompt otherwise.
+func TestBuiltinUsageTakesTheCallersCount(t *testing.T) {
+	req := tickReq("You are Brom, the gruff village blacksmith of Oakvale.", `[2026-11-21 10:00] alice says: "hello"`, sayDef)
+	counter := NewCounter(BuiltinModel)
+	want := counter.Messages(req.Messages) + counter.Tools(req.Tools)
+	if got := chat(t, req).Usage.PromptTokens; got != want {
+		t.Fatalf("uncounted prompt: usage %d, want %d", got, want)
+	}
+	// A count the caller made (here a made-up one, to tell it apart).
+	counted := req
+	counted.MessageTokens, counted.MessageEncoding = 1000, counter.Encoding()
+	if got := chat(t, counted).Usage.PromptTokens; got != 1000+counter.Tools(req.Tools) {
+		t.Fatalf("counted prompt: usage %d, want the caller's 1000 and the tools' %d", got, counter.Tools(req.Tools))
+	}
+	// A count made in another encoding is not the builtin model's.
+	other := req
+	other.MessageTokens, other.MessageEncoding = 1000, NewCounter("gpt-4o").Encoding()
+	if got := chat(t, other).Usage.PromptTokens; got != want {
+		t.Fatalf("prompt counted in %s: usage %d, want %d", other.MessageEncoding, got, want)
+	}
+}

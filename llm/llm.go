@@ -62,6 +62,13 @@ type Request struct {
 	JSONSchema json.RawMessage
 	// SchemaName names JSONSchema for providers that require a name.
 	SchemaName string
+	// MessageTokens, when positive, is what Counter.Messages gives for
+	// Messages in the encoding MessageEncoding, passed by a caller that
+	// counted them already: a model that reports a prompt's usage by
+	// counting it in that encoding (the builtin model) takes it instead of
+	// counting again. Other models ignore both.
+	MessageTokens   int
+	MessageEncoding string
 }
 
 // Usage counts tokens of one call.

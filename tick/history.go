@@ -167,6 +167,17 @@ type livePrompt struct {
 	// lent is the array of the prompts given to a model that keeps none
 	// of them (livePrompt.assembleLent).
 	lent []llm.Message
+	// counter, when set (countWith), counts each prompt build makes, so
+	// that a model reporting usage by counting need not count it again:
+	// toks[i] is its count of msgs[i], -1 until counted, headN that of the
+	// leading system message of text headText, and tokens that of the
+	// whole prompt build made last (as llm.Counter.Messages gives it), 0
+	// without a counter.
+	counter  *llm.Counter
+	toks     []int32
+	headText string
+	headN    int
+	tokens   int
 }
 
 // sync returns the prompt form of every message of live, converting only
@@ -177,19 +188,59 @@ func (lp *livePrompt) sync(live []character.Message) []llm.Message {
 	}
 	if lp.base != &live[0] {
 		lp.base = &live[0]
-		lp.msgs, lp.ids, lp.masked = lp.msgs[:0], lp.ids[:0], lp.masked[:0]
+		lp.msgs, lp.ids, lp.masked, lp.toks = lp.msgs[:0], lp.ids[:0], lp.masked[:0], lp.toks[:0]
 	}
 	n := min(len(lp.msgs), len(live))
 	for i := 0; i < n; i++ {
 		if m := &live[i]; lp.ids[i] != m.ID || lp.masked[i] != m.Masked {
-			lp.msgs[i], lp.ids[i], lp.masked[i] = lp.convert(i, m), m.ID, m.Masked
+			lp.msgs[i], lp.ids[i], lp.masked[i], lp.toks[i] = lp.convert(i, m), m.ID, m.Masked, -1
 		}
 	}
 	for i := n; i < len(live); i++ {
 		m := &live[i]
 		lp.msgs, lp.ids, lp.masked = append(lp.msgs, lp.convert(i, m)), append(lp.ids, m.ID), append(lp.masked, m.Masked)
+		lp.toks = append(lp.toks, -1)
 	}
 	return lp.msgs[:len(live)]
+}
+
+// countWith makes build count the prompts it makes with c (see counted).
+// Counts made with another counter are forgotten.
+func (lp *livePrompt) countWith(c *llm.Counter) {
+	if lp == nil || lp.counter == c {
+		return
+	}
+	lp.counter, lp.headText, lp.headN = c, "", -1
+	for i := range lp.toks {
+		lp.toks[i] = -1
+	}
+}
+
+// counted returns the count of the prompt build made last and the
+// encoding it was counted in (llm.Request.MessageTokens), 0 and "" when
+// lp counts nothing.
+func (lp *livePrompt) counted() (int, string) {
+	if lp == nil || lp.counter == nil || lp.tokens == 0 {
+		return 0, ""
+	}
+	return lp.tokens, lp.counter.Encoding()
+}
+
+// tok returns the count of msgs[i], counting it the first time.
+func (lp *livePrompt) tok(i int) int {
+	if lp.toks[i] < 0 {
+		lp.toks[i] = int32(min(lp.counter.Message(lp.msgs[i]), 1<<31-1))
+	}
+	return int(lp.toks[i])
+}
+
+// headTokens returns the count of the leading system message of text
+// system, kept while the text stays the same.
+func (lp *livePrompt) headTokens(system string) int {
+	if lp.headN < 0 || lp.headText != system {
+		lp.headText, lp.headN = system, lp.counter.Message(llm.Message{Role: llm.RoleSystem, Content: system})
+	}
+	return lp.headN
 }
 
 // convert is message m, at index i of the live history, as it enters the
@@ -220,7 +271,7 @@ func (lp *livePrompt) bytes() int64 {
 	if lp == nil {
 		return 0
 	}
-	n := int64(cap(lp.msgs)+cap(lp.lent))*int64(unsafe.Sizeof(llm.Message{})) + int64(cap(lp.ids))*9 + int64(len(lp.head))
+	n := int64(cap(lp.msgs)+cap(lp.lent))*int64(unsafe.Sizeof(llm.Message{})) + int64(cap(lp.ids))*9 + int64(cap(lp.toks))*4 + int64(len(lp.head))
 	for i := range lp.msgs {
 		if lp.masked[i] {
 			n += int64(len(lp.msgs[i].Content))

@@ -440,6 +440,9 @@ type promptChecker struct {
 	lent   bool
 	arrays map[*llm.Message]bool
 	seen   []string // kept[i] as given
+	// counted counts the calls given the count of their messages
+	// (llm.Request.MessageTokens), each checked against a fresh count.
+	counted int
 }
 
 func (p *promptChecker) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
@@ -464,6 +467,13 @@ func (p *promptChecker) Chat(ctx context.Context, req llm.Request) (llm.Response
 			p.t.Errorf("call %d: %d messages, the stored history alone makes %d", p.calls, len(req.Messages), len(want))
 		} else if diff := cmp.Diff(want, req.Messages[:len(want)]); diff != "" {
 			p.t.Errorf("call %d: the prompt's history is not the stored one (-stored +sent):\n%s", p.calls, diff)
+		}
+		if req.MessageTokens != 0 {
+			p.counted++
+			counter := llm.NewCounter(c.Model)
+			if n := counter.Messages(req.Messages); req.MessageTokens != n || req.MessageEncoding != counter.Encoding() {
+				p.t.Errorf("call %d: given a count of %d tokens in %q, the prompt holds %d in %q", p.calls, req.MessageTokens, req.MessageEncoding, n, counter.Encoding())
+			}
 		}
 		if p.lent {
 			// It keeps nothing of the slice: only which array it was.
@@ -558,6 +568,11 @@ func checkKeptPrompt(t *testing.T, lent bool) {
 			}
 		}
 	}
+	// Every prompt came with its count, those of histories read afresh
+	// after another process wrote to them included.
+	if pc.counted != pc.calls {
+		t.Fatalf("%d of %d calls were given the count of their prompt", pc.counted, pc.calls)
+	}
 	if compactions == 0 || pc.masked < 10 || pc.calls < 48 {
 		t.Fatalf("%d compactions, %d calls with masked results, %d calls: the test does not exercise the kept prompt", compactions, pc.masked, pc.calls)
 	}
@@ -597,6 +612,8 @@ func TestLivePromptFollowsItsHistory(t *testing.T) {
 		msg(102, llm.RoleAssistant, ""), msg(103, llm.RoleTool, "A <b>blade</b> on the anvil."))
 	current := []*character.Message{{Role: llm.RoleUser, Content: "[2026-11-21 10:05] alice says: \"again\""}}
 	lp := &livePrompt{}
+	counter := llm.NewCounter(llm.BuiltinModel)
+	lp.countWith(counter)
 	var given [][]llm.Message
 	var shown []string
 	check := func(when, system string, live []character.Message) {
@@ -605,6 +622,10 @@ func TestLivePromptFollowsItsHistory(t *testing.T) {
 		want := assemble(system, live, "[WORKING CONTEXT]\n## Present\n- alice", current)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("%s: kept prompt differs (-fresh +kept):\n%s", when, diff)
+		}
+		// Its count is the prompt's, counted afresh.
+		if n, enc := lp.counted(); n != counter.Messages(got) || enc != counter.Encoding() {
+			t.Fatalf("%s: counted %d tokens in %q, the prompt holds %d", when, n, enc, counter.Messages(got))
 		}
 		given = append(given, got)
 		shown = append(shown, renderPrompt(got, nil))

@@ -377,16 +377,27 @@ func (lp *livePrompt) assembleLent(system string, live []character.Message, work
 // build appends the prompt to out (see assemble).
 func (lp *livePrompt) build(out []llm.Message, system string, live []character.Message, working string, current []*character.Message) []llm.Message {
 	held := lp.sync(live)
+	from := 0 // the index in lp.msgs of held[0]
 	if len(live) > 0 && live[0].Summary {
 		system = lp.withSummary(system, live[0].Content)
 		live = live[1:]
 		if held != nil {
-			held = held[1:]
+			held, from = held[1:], 1
 		}
+	}
+	counting := lp != nil && lp.counter != nil
+	n := 0
+	if counting {
+		n = llm.ReplyPriming + lp.headTokens(system)
 	}
 	out = append(out, llm.Message{Role: llm.RoleSystem, Content: system})
 	if held != nil {
 		out = append(out, held...)
+		if counting {
+			for i := range held {
+				n += lp.tok(from + i)
+			}
+		}
 	} else {
 		for i := range live {
 			out = append(out, promptOf(&live[i]))
@@ -398,7 +409,13 @@ func (lp *livePrompt) build(out []llm.Message, system string, live []character.M
 			pm.Content = working + "\n\n" + NowHeader + "\n" + pm.Content
 			working = ""
 		}
+		if counting {
+			n += lp.counter.Message(pm)
+		}
 		out = append(out, pm)
+	}
+	if lp != nil {
+		lp.tokens = n
 	}
 	return out
 }

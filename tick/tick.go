@@ -376,6 +376,9 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 	// call converts only what is new; a model that keeps nothing of the
 	// prompt it is given gets each one in the same array.
 	lp := e.history.promptOf(c.ID)
+	// Counted as it is built: the builtin model, which reports usage by
+	// counting, takes the count (llm.Request.MessageTokens).
+	lp.countWith(e.Counter(c.Model))
 	prompt := lp.assemble
 	if _, ok := e.models.Model(c.Model).(llm.MessagesBorrower); ok {
 		prompt = lp.assembleLent
@@ -388,8 +391,10 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 		}
 		if newestOnly {
 			req.Messages = assemble(system, newestTurn(ts.live, ts.turn), working, ts.current)
+			req.MessageTokens, req.MessageEncoding = 0, ""
 		} else {
 			req.Messages = prompt(system, ts.live, working, ts.current)
+			req.MessageTokens, req.MessageEncoding = lp.counted()
 		}
 		callStart := e.deps.Clock.Now()
 		resp, err := e.chat(ctx, c, req)
