@@ -54,6 +54,7 @@ func TestOptionsCheck(t *testing.T) {
 		{"--http", ticks(func(o *TickOptions) { o.HTTP, o.Latency = true, time.Millisecond })},
 		{"--http", ticks(func(o *TickOptions) { o.HTTP, o.Sittings = true, 2 })},
 		{"--memprofile", ticks(func(o *TickOptions) { o.HTTP, o.MemProfile = true, "heap.pprof" })},
+		{"--rounds", ticks(func(o *TickOptions) { o.HTTP, o.Rounds = true, true })},
 		{"--turns", tokens(func(o *TokenOptions) { o.Turns = 0 })},
 		{"--fact-every", tokens(func(o *TokenOptions) { o.FactEvery = 0 })},
 		{"--observation-bytes", tokens(func(o *TokenOptions) { o.ObsBytes = 0 })},

@@ -46,6 +46,10 @@ type TickOptions struct {
 	// the last measured round, while the worlds are still open (with
 	// several --npcs, of the last count).
 	MemProfile string
+	// Rounds also reports each measured round (TickMeasure.Rounds), to
+	// tell a tail made in a few rounds (a burst of compactions, of index
+	// builds) from one spread over the run. In-process only.
+	Rounds bool
 }
 
 // Check refuses bad options, naming the flag of npcd bench ticks.
@@ -61,6 +65,8 @@ func (b TickOptions) Check() error {
 		return fmt.Errorf("--sittings must be between 1 and 1000")
 	case b.HTTP && b.Sittings > 1:
 		return fmt.Errorf("--http runs the daemon as configured: it takes no --sittings")
+	case b.HTTP && b.Rounds:
+		return fmt.Errorf("--rounds reports the rounds of the in-process worlds: it takes no --http")
 	case b.HTTP && b.MemProfile != "":
 		return fmt.Errorf("--memprofile profiles the in-process worlds: it takes no --http")
 	case b.Others < 0:
@@ -127,6 +133,24 @@ type TickMeasure struct {
 	// checkpoints): near 1, the ticks queue for it (in-process on SQLite
 	// only; 0 otherwise).
 	WriterBusy float64 `json:"writer_busy"`
+	// Rounds lists the measured rounds, in order (--rounds only).
+	Rounds []TickRound `json:"rounds,omitempty"`
+}
+
+// TickRound is one measured round of a world: one tick of every NPC.
+type TickRound struct {
+	Round     int     `json:"round"` // from 1, the first measured
+	MS        float64 `json:"ms"`    // the round's wall time
+	TicksPerS float64 `json:"ticks_per_s"`
+	// P50MS and P99MS are the round's percentiles of npcd's overhead per
+	// tick, as TickMeasure's.
+	P50MS float64 `json:"p50_ms"`
+	P99MS float64 `json:"p99_ms"`
+	// Compactions ran inside the round's ticks; BackgroundCompactions
+	// beside them, counted in the round a tick found them landed.
+	Compactions           int   `json:"compactions"`
+	BackgroundCompactions int   `json:"background_compactions"`
+	IndexBuilds           int64 `json:"index_builds"`
 }
 
 // modelTimeKey keys the per-tick accumulator of model time in a context.
@@ -235,6 +259,10 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 			fmt.Fprintf(out, "  %-*s %d search indexes were built again during the ticks: the index cache (--index-cache-mb %d) is too small for these NPCs\n",
 				width, "", m.IndexBuilds, b.CacheMB)
 		}
+		for _, r := range m.Rounds {
+			fmt.Fprintf(out, "  %-*s %6s %8s %9.0f | %15.3f %13.3f | round's comp %d, b-comp %d, index builds %d\n",
+				width, "round", fmt.Sprintf("#%d", r.Round), fmt.Sprintf("%.0f ms", r.MS), r.TicksPerS, r.P50MS, r.P99MS, r.Compactions, r.BackgroundCompactions, r.IndexBuilds)
+		}
 		return nil
 	}
 	for _, n := range b.NPCs {
@@ -325,6 +353,9 @@ func benchTickWorlds(ctx context.Context, out, progress io.Writer, h Harness, b 
 	for s := range cpu {
 		runtime.GC()
 		accs := make([]tickAcc, len(worlds))
+		for i := range accs {
+			accs[i].perRound = b.Rounds
+		}
 		for range rounds {
 			for i, w := range worlds {
 				if err := w.measureRound(ctx, b.Workers, &accs[i]); err != nil {
@@ -395,6 +426,9 @@ type tickWorld struct {
 	// two ticks beyond the second's own.
 	comps  []int
 	beside int
+	// held is how long SQLite's writer was held while the last round
+	// ticked (its events' posting left out, as from its time).
+	held time.Duration
 }
 
 // tickConfig sets the engine of a tick world: room for every worker's
@@ -496,6 +530,7 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time
 		}
 	}
 	start := time.Now()
+	writers0, _ := store.Writers(w.a.Chars.DB())
 	results := make([]tickOutcome, len(w.ids))
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -518,6 +553,8 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time
 	close(work)
 	wg.Wait()
 	elapsed := time.Since(start)
+	writers1, _ := store.Writers(w.a.Chars.DB())
+	w.held = writers1.Held - writers0.Held
 	if w.comps == nil {
 		w.comps = make([]int, len(w.ids))
 		for i := range w.comps {
@@ -545,6 +582,9 @@ type tickAcc struct {
 	alloc, mallocs      uint64
 	builds              int64
 	writerHeld          time.Duration
+	// rounds, when kept (perRound), are the rounds measured so far.
+	perRound bool
+	rounds   []TickRound
 }
 
 // measureRound runs one round of w's NPCs and adds it to acc.
@@ -553,20 +593,19 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc)
 	runtime.ReadMemStats(&ms0)
 	cpu0 := cpuTime()
 	builds0, beside0 := w.a.Retriever.CacheStats().Builds, w.beside
-	writers0, _ := store.Writers(w.a.Chars.DB())
 	results, took, err := w.round(ctx, workers)
 	if err != nil {
 		return err
 	}
 	acc.cpu += cpuTime() - cpu0
-	writers1, _ := store.Writers(w.a.Chars.DB())
-	acc.writerHeld += writers1.Held - writers0.Held
+	acc.writerHeld += w.held
 	acc.builds += w.a.Retriever.CacheStats().Builds - builds0
 	acc.beside += w.beside - beside0
 	runtime.ReadMemStats(&ms1)
 	acc.alloc += ms1.TotalAlloc - ms0.TotalAlloc
 	acc.mallocs += ms1.Mallocs - ms0.Mallocs
 	acc.elapsed += took
+	from, comps := len(acc.overhead), acc.compactions
 	for _, o := range results {
 		acc.overhead = append(acc.overhead, o.total-o.model)
 		acc.latency = append(acc.latency, o.total)
@@ -575,24 +614,40 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc)
 			acc.compactions++
 		}
 	}
+	if acc.perRound {
+		r := slices.Clone(acc.overhead[from:])
+		slices.Sort(r)
+		acc.rounds = append(acc.rounds, TickRound{Round: len(acc.rounds) + 1, MS: msOf(took), TicksPerS: float64(len(r)) / took.Seconds(),
+			P50MS: msOf(percentile(r, 0.50)), P99MS: msOf(percentile(r, 0.99)), Compactions: acc.compactions - comps,
+			BackgroundCompactions: w.beside - beside0, IndexBuilds: w.a.Retriever.CacheStats().Builds - builds0})
+	}
 	return nil
 }
+
+// percentile returns the p-th percentile of sorted, 0 when it is empty.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// msOf is d in milliseconds, to the microsecond.
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // measurement sums up the rounds acc holds.
 func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
 	total := len(acc.overhead)
 	slices.Sort(acc.overhead)
 	slices.Sort(acc.latency)
-	pct := func(p float64) float64 {
-		return float64(acc.overhead[min(total-1, int(p*float64(total)))].Microseconds()) / 1000
-	}
+	pct := func(p float64) float64 { return msOf(percentile(acc.overhead, p)) }
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return &TickMeasure{
 		Mode: "in-process", NPCs: len(w.ids), Ticks: total, HistoryTokens: w.history, OtherMessages: w.others, LatencyMS: float64(b.Latency.Microseconds()) / 1000,
 		TicksPerS: float64(total) / acc.elapsed.Seconds(),
 		P50MS:     pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
-		LatencyP99MS:      float64(acc.latency[min(total-1, int(0.99*float64(total)))].Microseconds()) / 1000,
+		LatencyP99MS:      msOf(percentile(acc.latency, 0.99)),
 		ModelMS:           float64(acc.model.Microseconds()) / 1000 / float64(total),
 		CPUMSPerTick:      float64(acc.cpu.Microseconds()) / 1000 / float64(total),
 		AllocBytesPerTick: int64(acc.alloc) / int64(total),
@@ -601,6 +656,7 @@ func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
 		Compactions:       acc.compactions, BackgroundCompactions: acc.beside,
 		IndexBuilds: acc.builds,
 		WriterBusy:  acc.writerHeld.Seconds() / acc.elapsed.Seconds(),
+		Rounds:      acc.rounds,
 	}
 }
 

@@ -114,7 +114,7 @@ func TestBenchTicksCountsCompactionsBesideTheTicks(t *testing.T) {
 	measure := func(flags ...string) bench.TickMeasure {
 		t.Helper()
 		var out, errb bytes.Buffer
-		args := append([]string{"bench", "ticks", "--npcs", "1", "--ticks", "150", "--latency", "1ms", "--json"}, flags...)
+		args := append([]string{"bench", "ticks", "--npcs", "1", "--ticks", "150", "--latency", "1ms", "--json", "--rounds"}, flags...)
 		if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
 			t.Fatalf("bench ticks %v: %v\n%s", flags, err, errb.String())
 		}
@@ -124,6 +124,23 @@ func TestBenchTicksCountsCompactionsBesideTheTicks(t *testing.T) {
 		}
 		if m.LatencyP99MS < m.P99MS || m.LatencyP99MS < 1 {
 			t.Errorf("%v: whole-tick p99 %.3f ms, under npcd's own p99 %.3f ms or the model's 1 ms", flags, m.LatencyP99MS, m.P99MS)
+		}
+		// --rounds: every measured round, in order, whose counts add up
+		// to the measurement's.
+		if len(m.Rounds) != 150 {
+			t.Fatalf("%v: %d rounds reported, want 150", flags, len(m.Rounds))
+		}
+		var comp, beside int
+		var slowest float64
+		for i, r := range m.Rounds {
+			if r.Round != i+1 || r.MS <= 0 || r.TicksPerS <= 0 || r.P50MS > r.P99MS {
+				t.Fatalf("%v: round %d: %+v", flags, i+1, r)
+			}
+			comp, beside, slowest = comp+r.Compactions, beside+r.BackgroundCompactions, max(slowest, r.P99MS)
+		}
+		if comp != m.Compactions || beside != m.BackgroundCompactions || slowest < m.P99MS {
+			t.Errorf("%v: the rounds count %d compactions and %d beside, their slowest p99 is %.3f ms; the run %d, %d and %.3f ms",
+				flags, comp, beside, slowest, m.Compactions, m.BackgroundCompactions, m.P99MS)
 		}
 		return m
 	}
