@@ -132,8 +132,11 @@ func (x *npcIndex) addPostings(p int32, words []string) {
 			f := familyKey(t.surface)
 			x.family[f] = append(x.family[f], t.key)
 		}
-		x.post[t.key] = append(x.post[t.key], posting{p: p, tf: uint16(min(t.n, math.MaxUint16))})
-		x.postings++
+		ps := x.post[t.key]
+		room := cap(ps)
+		ps = append(ps, posting{p: p, tf: uint16(min(t.n, math.MaxUint16))})
+		x.post[t.key] = ps
+		x.postingRoom += cap(ps) - room
 	}
 	clear(sc.at)
 	clear(terms) // keeps no strings alive

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -444,4 +446,65 @@ func TestScratchListIsBounded(t *testing.T) {
 	if rs := l.get(); rs == nil || len(l.free) != maxFreeScratch-1 {
 		t.Fatalf("get took %v, leaving %d", rs, len(l.free))
 	}
+}
+
+// What the cache counts of an index is what the index holds: the heap an
+// index of 12,000 messages takes is within 8% of its count, so
+// a budget bounds the memory it names. The lists of words are counted with
+// the room they grew into, and the maps of items waiting for a vector,
+// which keep the room of the most they held, are made anew once a build
+// has drained them.
+func TestIndexBytesCountItsHeap(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"sword", "forge", "alice", "gold", "owes", "ale", "inn", "wolves", "north", "road", "mill", "night", "blade",
+		"silver", "horse", "cart", "bread", "baker", "guard", "captain", "river", "bridge", "toll", "coin", "debt"}
+	e.npc(t, "a", t0)
+	for range 12 {
+		texts := make([]string, 1000)
+		for i := range texts {
+			var b strings.Builder
+			fmt.Fprintf(&b, "[2026-11-21 10:%02d] npc%d says: \"", i%60, rng.IntN(300))
+			for range 12 + rng.IntN(20) {
+				fmt.Fprintf(&b, "%s%d ", words[rng.IntN(len(words))], rng.IntN(50))
+			}
+			texts[i] = b.String() + "\""
+		}
+		e.say(t, "a", t0, texts, nil)
+	}
+	// What every index shares (the word vectors, the tokenizer) is loaded
+	// by a first search, of another NPC.
+	e.npc(t, "w", t0)
+	e.say(t, "w", t0, []string{"Alice owes Brom gold for the sword.", "The wolves came down the north road."}, nil)
+	r := e.retriever(t, WithCacheBytes(1<<30))
+	if _, err := r.Search(ctx, "w", "sword forge alice", 5); err != nil {
+		t.Fatal(err)
+	}
+	before := r.CacheStats().Bytes
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	if _, err := r.Search(ctx, "a", "sword forge alice", 5); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	counted := r.CacheStats().Bytes - before
+	heap := int64(m1.HeapAlloc) - int64(m0.HeapAlloc)
+	if ratio := float64(counted) / float64(heap); ratio < 0.92 || ratio > 1.3 {
+		t.Fatalf("the index of 12,000 messages takes %d bytes of heap, the cache counts %d (%.2f of it)", heap, counted, ratio)
+	}
+	// The maps of items waiting for a vector, which held all 12,000
+	// during the build, were made anew once drained.
+	x, err := r.acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	most, semMost := x.pendingMost, x.semTextMost
+	r.release(x)
+	if most != 0 || semMost != 0 {
+		t.Fatalf("drained maps kept: they held up to %d and %d items waiting for a vector", most, semMost)
+	}
+	runtime.KeepAlive(r)
 }

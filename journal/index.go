@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/internal/wordvec"
@@ -74,9 +75,10 @@ type npcIndex struct {
 	// NearDuplicates, which looks at no other kind.
 	mems []int32
 	// post lists, for each indexed word (see termKey), the items holding
-	// it: the NPC's own BM25 statistics and the keyword channel's index.
-	post     map[string][]posting
-	postings int
+	// it: the NPC's own BM25 statistics and the keyword channel's index;
+	// postingRoom is the room its lists hold, growth included.
+	post        map[string][]posting
+	postingRoom int
 	// family lists, for each morphological family (familyKey), the keys
 	// of post in it, for query expansion.
 	family map[string][]string
@@ -94,7 +96,12 @@ type npcIndex struct {
 	touched []int32
 	// pending are items still without a vector, with the text to embed.
 	pending map[int32]string
-	lastMsg int64
+	// pendingMost and semTextMost are the most entries pending and
+	// semText held since they were made: a Go map keeps the room of the
+	// most it held, so one that once held a build's worth is made anew
+	// once it is empty (drained).
+	pendingMost, semTextMost int
+	lastMsg                  int64
 	// histRev is the history revision the index holds every message of,
 	// when histKnown (see Appended).
 	histRev   int64
@@ -156,11 +163,35 @@ func newIndex(npc string) *npcIndex {
 
 func (x *npcIndex) bytes() int64 {
 	return x.vecs.bytes() + int64(cap(x.vecScale))*4 + int64(cap(x.vecTmp))*4 + int64(cap(x.qc)) + x.qSparse.bytes() +
-		int64(cap(x.items))*48 + int64(cap(x.byID[kindJournal])+cap(x.byID[kindMessage]))*4 + int64(len(x.memPos)+len(x.unordered))*40 + int64(cap(x.scores))*4 +
-		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postings)*8 + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
-		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + x.semTextBytes() +
+		int64(cap(x.items))*int64(unsafe.Sizeof(item{})) + int64(cap(x.byID[kindJournal])+cap(x.byID[kindMessage]))*4 + int64(len(x.memPos)+len(x.unordered))*40 + int64(cap(x.scores))*4 +
+		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postingRoom)*int64(unsafe.Sizeof(posting{})) + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
+		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + waitingBytes(x.semText) + waitingBytes(x.pending) +
 		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24 + int64(len(x.oldMems))*(int64(x.dims)+oldMemOverhead)
 }
+
+// waitingBytes is what the texts of items waiting for a vector (pending,
+// semText) hold: each text and its map entry.
+func waitingBytes(m map[int32]string) int64 {
+	n := int64(0)
+	for _, s := range m {
+		n += int64(len(s)) + 24
+	}
+	return n
+}
+
+// drained returns m, a map of items waiting for a vector that once held
+// most entries, as it should be kept: a new map when it is empty and once
+// held more than drainedRoom entries (a build's worth), else m itself.
+func drained(m map[int32]string, most int) (map[int32]string, int) {
+	if len(m) == 0 && most > drainedRoom {
+		return map[int32]string{}, 0
+	}
+	return m, most
+}
+
+// drainedRoom is how many entries a map of waiting items may once have
+// held and still be kept once empty: the few a tick adds, not a build's.
+const drainedRoom = 256
 
 // oldMemOverhead is what oldMems costs per memory beside its codes: the
 // map entry and the slice header.
@@ -209,6 +240,7 @@ func (x *npcIndex) trimVectors(size, limit int64) bool {
 			}
 			delete(x.pending, int32(p))
 		}
+		x.pending, x.pendingMost = drained(x.pending, x.pendingMost)
 		freed += x.vecs.release(b)
 		x.vecFrom = hi
 	}
@@ -298,6 +330,7 @@ func (x *npcIndex) add(it item, text string) int32 {
 	x.addPostings(p, words)
 	if x.wv != nil {
 		x.semText[p] = text // its sentence vector waits for a semantic scan
+		x.semTextMost = max(x.semTextMost, len(x.semText))
 	}
 	x.items = append(x.items, it)
 	x.kinds[it.kind]++
@@ -342,6 +375,7 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 		return fmt.Errorf("%w: vector of %d dimensions, the index holds %d", ErrEmbedding, len(v), x.dims)
 	}
 	delete(x.pending, p)
+	x.pending, x.pendingMost = drained(x.pending, x.pendingMost)
 	row := x.vecRow(int(p))
 	if row == nil {
 		if x.items[p].kind != kindMemory {
@@ -490,6 +524,7 @@ func (r *Retriever) indexEntries(x *npcIndex, es []newEntry) {
 		texts[i] = unstamped(e.content)
 		p := x.add(item{id: e.id, kind: kindJournal, gameTime: e.gameTime.Unix(), imp: int8(e.importance)}, texts[i])
 		x.pending[p] = texts[i]
+		x.pendingMost = max(x.pendingMost, len(x.pending))
 		x.lastEntry = e.id
 	}
 	// As with messages, the newest entries are kept for the results.
@@ -609,6 +644,7 @@ func (r *Retriever) indexMessages(x *npcIndex, msgs []msg) {
 		}
 		p := x.add(it, text)
 		x.pending[p] = text
+		x.pendingMost = max(x.pendingMost, len(x.pending))
 		x.lastMsg = m.ID
 	}
 }
@@ -683,6 +719,7 @@ func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex, rev int64) er
 			}
 		}
 		x.pending[p] = content
+		x.pendingMost = max(x.pendingMost, len(x.pending))
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("index memories of %q: %w", x.npc, err)

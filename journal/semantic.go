@@ -137,15 +137,7 @@ func (x *npcIndex) ensureSemantic() {
 		x.semScale[p] = quantize(x.sem.row(int(p)), v)
 	}
 	clear(x.semText)
-}
-
-// semTextBytes is what the texts waiting for a sentence vector hold.
-func (x *npcIndex) semTextBytes() int64 {
-	n := int64(0)
-	for _, s := range x.semText {
-		n += int64(len(s)) + 24
-	}
-	return n
+	x.semText, x.semTextMost = drained(x.semText, x.semTextMost)
 }
 
 // semQuery returns the codes and scale of the query's sentence vector, its
