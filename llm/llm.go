@@ -114,10 +114,25 @@ type Router struct {
 // model is BuiltinModel or no remote provider is configured, the remote one
 // otherwise.
 func (r Router) Model(model string) Chatter {
-	if model == BuiltinModel || r.Remote == nil {
+	if r.builtinAnswers(model) {
 		return r.Builtin
 	}
 	return r.Remote
+}
+
+// builtinAnswers reports whether the builtin model answers model.
+func (r Router) builtinAnswers(model string) bool { return model == BuiltinModel || r.Remote == nil }
+
+// UsageCounter returns the counter a caller counts a request for model
+// with to pass the count along (Request.MessageTokens): the builtin
+// model's, when the builtin model answers model, since it reports usage by
+// counting; nil otherwise, when a remote provider reports its own and a
+// count would go unused.
+func (r Router) UsageCounter(model string) *Counter {
+	if r.builtinAnswers(model) {
+		return NewCounter(BuiltinModel)
+	}
+	return nil
 }
 
 // Counter returns the token counter of model (see NewCounter).

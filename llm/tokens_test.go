@@ -204,6 +204,15 @@ func TestRouter(t *testing.T) {
 		if counter != NewCounter(tc.model) {
 			t.Errorf("Router.For(%q) gave a counter other than the shared one of its encoding", tc.model)
 		}
+		// A request is counted for its usage only when the builtin model,
+		// which counts, answers it, and in the builtin model's encoding.
+		want := NewCounter(BuiltinModel)
+		if tc.want != builtin {
+			want = nil
+		}
+		if got := r.UsageCounter(tc.model); got != want {
+			t.Errorf("Router.UsageCounter(%q), remote set %v = %v, want %v", tc.model, tc.remote != nil, got, want)
+		}
 	}
 }
 

@@ -204,8 +204,9 @@ func (lp *livePrompt) sync(live []character.Message) []llm.Message {
 	return lp.msgs[:len(live)]
 }
 
-// countWith makes build count the prompts it makes with c (see counted).
-// Counts made with another counter are forgotten.
+// countWith makes build count the prompts it makes with c (see counted),
+// or count nothing with c nil. Counts made with another counter are
+// forgotten.
 func (lp *livePrompt) countWith(c *llm.Counter) {
 	if lp == nil || lp.counter == c {
 		return

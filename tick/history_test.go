@@ -681,3 +681,37 @@ func answerBlades(t *testing.T, env *testEnv, i int, res *Result, after func()) 
 	}
 	return compactions
 }
+
+// A prompt is counted as it is built only for the builtin model, which
+// reports usage by counting it: a tick answered by an endpoint, which
+// reports its own, counts nothing for it, and one that switches to the
+// builtin model counts again.
+func TestPromptCountedOnlyForTheBuiltinModel(t *testing.T) {
+	env, _ := remoteEnv(t, 0)
+	ctx := context.Background()
+	counter := func() *llm.Counter {
+		t.Helper()
+		lp := env.eng.history.promptOf("brom")
+		if lp == nil {
+			t.Fatal("no prompt kept with brom's history")
+		}
+		return lp.counter
+	}
+	tickOnce(t, env, "Hello, Brom.")
+	tickOnce(t, env, "Have you seen my sword?")
+	if c := counter(); c != nil {
+		t.Fatalf("a tick answered by the endpoint counted its prompt (%s)", c.Encoding())
+	}
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Model = llm.BuiltinModel
+	if _, err := env.eng.PutNPC(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	tickOnce(t, env, "And now?")
+	if c := counter(); c != llm.NewCounter(llm.BuiltinModel) {
+		t.Fatalf("a tick answered by the builtin model counted its prompt with %v, want the builtin model's counter", c)
+	}
+}

@@ -376,9 +376,9 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 	// call converts only what is new; a model that keeps nothing of the
 	// prompt it is given gets each one in the same array.
 	lp := e.history.promptOf(c.ID)
-	// Counted as it is built: the builtin model, which reports usage by
-	// counting, takes the count (llm.Request.MessageTokens).
-	lp.countWith(e.Counter(c.Model))
+	// Counted as it is built when the builtin model answers: it reports
+	// usage by counting, and takes the count (llm.Request.MessageTokens).
+	lp.countWith(e.models.UsageCounter(c.Model))
 	prompt := lp.assemble
 	if _, ok := e.models.Model(c.Model).(llm.MessagesBorrower); ok {
 		prompt = lp.assembleLent
