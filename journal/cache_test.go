@@ -449,8 +449,8 @@ func TestScratchListIsBounded(t *testing.T) {
 }
 
 // What the cache counts of an index is what the index holds: the heap an
-// index of 12,000 messages takes is within 8% of its count, so
-// a budget bounds the memory it names. The lists of words are counted with
+// index of 12,000 messages takes is within 8% of its count, so a budget
+// bounds the memory it names. The lists of words are counted with
 // the room they grew into, and the maps of items waiting for a vector,
 // which keep the room of the most they held, are made anew once a build
 // has drained them.
@@ -506,5 +506,4 @@ func TestIndexBytesCountItsHeap(t *testing.T) {
 	if most != 0 || semMost != 0 {
 		t.Fatalf("drained maps kept: they held up to %d and %d items waiting for a vector", most, semMost)
 	}
-	runtime.KeepAlive(r)
 }

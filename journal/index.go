@@ -179,6 +179,13 @@ func waitingBytes(m map[int32]string) int64 {
 	return n
 }
 
+// await records that item p waits for its vector, to be embedded from
+// text.
+func (x *npcIndex) await(p int32, text string) {
+	x.pending[p] = text
+	x.pendingMost = max(x.pendingMost, len(x.pending))
+}
+
 // drained returns m, a map of items waiting for a vector that once held
 // most entries, as it should be kept: a new map when it is empty and once
 // held more than drainedRoom entries (a build's worth), else m itself.
@@ -523,8 +530,7 @@ func (r *Retriever) indexEntries(x *npcIndex, es []newEntry) {
 	for i, e := range es {
 		texts[i] = unstamped(e.content)
 		p := x.add(item{id: e.id, kind: kindJournal, gameTime: e.gameTime.Unix(), imp: int8(e.importance)}, texts[i])
-		x.pending[p] = texts[i]
-		x.pendingMost = max(x.pendingMost, len(x.pending))
+		x.await(p, texts[i])
 		x.lastEntry = e.id
 	}
 	// As with messages, the newest entries are kept for the results.
@@ -643,8 +649,7 @@ func (r *Retriever) indexMessages(x *npcIndex, msgs []msg) {
 			it.who = x.whoID(actorOf(text))
 		}
 		p := x.add(it, text)
-		x.pending[p] = text
-		x.pendingMost = max(x.pendingMost, len(x.pending))
+		x.await(p, text)
 		x.lastMsg = m.ID
 	}
 }
@@ -718,8 +723,7 @@ func (r *Retriever) loadMemories(ctx context.Context, x *npcIndex, rev int64) er
 				}
 			}
 		}
-		x.pending[p] = content
-		x.pendingMost = max(x.pendingMost, len(x.pending))
+		x.await(p, content)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("index memories of %q: %w", x.npc, err)
