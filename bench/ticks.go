@@ -426,9 +426,6 @@ type tickWorld struct {
 	// two ticks beyond the second's own.
 	comps  []int
 	beside int
-	// held is how long SQLite's writer was held while the last round
-	// ticked (its events' posting left out, as from its time).
-	held time.Duration
 }
 
 // tickConfig sets the engine of a tick world: room for every worker's
@@ -517,16 +514,22 @@ type tickOutcome struct {
 	err          error
 }
 
+// roundTime is how long a round's ticking took, and how long SQLite's
+// writer was held meanwhile: both without the posting of its events.
+type roundTime struct {
+	took, writerHeld time.Duration
+}
+
 // round posts one event to every NPC of w, then ticks them all with
 // workers concurrent workers, and returns the ticks in NPC order and the
-// time the ticking took (the posting left out).
-func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time.Duration, error) {
+// time the ticking took.
+func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, roundTime, error) {
 	r := w.next
 	w.next++
 	for _, id := range w.ids {
 		ev := tick.EventInput{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword, %s?", r, id)}
 		if _, _, err := w.a.Engine.PostEvents(ctx, id, []tick.EventInput{ev}); err != nil {
-			return nil, 0, err
+			return nil, roundTime{}, err
 		}
 	}
 	start := time.Now()
@@ -552,9 +555,8 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time
 	}
 	close(work)
 	wg.Wait()
-	elapsed := time.Since(start)
 	writers1, _ := store.Writers(w.a.Chars.DB())
-	w.held = writers1.Held - writers0.Held
+	rt := roundTime{took: time.Since(start), writerHeld: writers1.Held - writers0.Held}
 	if w.comps == nil {
 		w.comps = make([]int, len(w.ids))
 		for i := range w.comps {
@@ -563,7 +565,7 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time
 	}
 	for i, o := range results {
 		if o.err != nil {
-			return nil, 0, fmt.Errorf("tick of %s: %w", w.ids[i], o.err)
+			return nil, roundTime{}, fmt.Errorf("tick of %s: %w", w.ids[i], o.err)
 		}
 		if o.res == nil || o.res.Idle {
 			continue
@@ -571,7 +573,7 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, time
 		w.beside += besideSince(w.comps[i], o.res)
 		w.comps[i] = o.res.Context.Compactions
 	}
-	return results, elapsed, nil
+	return results, rt, nil
 }
 
 // tickAcc accumulates the measured rounds of one world.
@@ -593,18 +595,19 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc)
 	runtime.ReadMemStats(&ms0)
 	cpu0 := cpuTime()
 	builds0, beside0 := w.a.Retriever.CacheStats().Builds, w.beside
-	results, took, err := w.round(ctx, workers)
+	results, rt, err := w.round(ctx, workers)
 	if err != nil {
 		return err
 	}
 	acc.cpu += cpuTime() - cpu0
-	acc.writerHeld += w.held
-	acc.builds += w.a.Retriever.CacheStats().Builds - builds0
-	acc.beside += w.beside - beside0
+	acc.writerHeld += rt.writerHeld
+	builds, beside := w.a.Retriever.CacheStats().Builds-builds0, w.beside-beside0
+	acc.builds += builds
+	acc.beside += beside
 	runtime.ReadMemStats(&ms1)
 	acc.alloc += ms1.TotalAlloc - ms0.TotalAlloc
 	acc.mallocs += ms1.Mallocs - ms0.Mallocs
-	acc.elapsed += took
+	acc.elapsed += rt.took
 	from, comps := len(acc.overhead), acc.compactions
 	for _, o := range results {
 		acc.overhead = append(acc.overhead, o.total-o.model)
@@ -617,9 +620,9 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc)
 	if acc.perRound {
 		r := slices.Clone(acc.overhead[from:])
 		slices.Sort(r)
-		acc.rounds = append(acc.rounds, TickRound{Round: len(acc.rounds) + 1, MS: msOf(took), TicksPerS: float64(len(r)) / took.Seconds(),
+		acc.rounds = append(acc.rounds, TickRound{Round: len(acc.rounds) + 1, MS: msOf(rt.took), TicksPerS: float64(len(r)) / rt.took.Seconds(),
 			P50MS: msOf(percentile(r, 0.50)), P99MS: msOf(percentile(r, 0.99)), Compactions: acc.compactions - comps,
-			BackgroundCompactions: w.beside - beside0, IndexBuilds: w.a.Retriever.CacheStats().Builds - builds0})
+			BackgroundCompactions: beside, IndexBuilds: builds})
 	}
 	return nil
 }
