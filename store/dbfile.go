@@ -77,27 +77,34 @@ func closedFile(path string) error {
 // syncDB flushes the database file at path to disk. The caller holds a
 // connection open on it, which keeps the descriptor open meanwhile.
 func syncDB(path string) error {
+	f, err := descriptor(path)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("store: sync %s: %w", path, err)
+	}
+	return nil
+}
+
+// descriptor returns npcd's descriptor of the database file at path,
+// opening it the first time.
+func descriptor(path string) (*os.File, error) {
 	dbFiles.Lock()
+	defer dbFiles.Unlock()
 	df := dbFiles.m[path]
 	if df == nil || df.conns == 0 {
-		dbFiles.Unlock()
-		return fmt.Errorf("store: sync %s: no connection is open on it", path)
+		return nil, errors.New("no connection is open on it")
 	}
 	if df.f == nil {
 		// Written through: Sync needs write access on some systems.
 		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
-			dbFiles.Unlock()
-			return fmt.Errorf("store: sync: %w", err)
+			return nil, err
 		}
 		df.f = f
 	}
-	f := df.f
-	dbFiles.Unlock()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("store: sync: %w", err)
-	}
-	return nil
+	return df.f, nil
 }
 
 // mainFile returns the path of the main database file of an SQLite
