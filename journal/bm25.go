@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"encoding/binary"
 	"math"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -29,10 +31,126 @@ const (
 	bm25B  = 0.75
 )
 
-// posting is one item containing a term, with how often it does.
+// posting is one item containing a term, with how often it does, as a
+// postCursor reads it from a postList.
 type posting struct {
 	p  int32
 	tf uint16
+}
+
+// postList is one term's postings, oldest item first, delta-coded: per
+// posting, uvarint(gap<<1 | more), where gap is the item's position less
+// the one after the previous posting's (the first's is its position) and
+// more says that uvarint(tf-2) follows (a word once in its item, the most
+// common case, takes no byte for it). A posting takes one to three bytes,
+// where a posting struct takes eight: with the sentence vectors, the
+// postings are most of what an index keeps of a row once its vector is
+// released (see trimVectors).
+type postList struct {
+	b []byte
+	// n is the number of postings, with ownFamily set when the term is
+	// the only key of its family known to npcIndex.family and that
+	// family's key is the term's own (see npcIndex.familyOf).
+	n    uint32
+	next int32 // the position after the last posting's: the next gap's origin
+}
+
+// ownFamily marks, in postList.n, a term alone in a family keyed by the
+// term itself: most words, whose family is their own key, are kept out of
+// npcIndex.family, which costs some 130 bytes a family.
+const ownFamily = 1 << 31
+
+// len is how many postings l holds; 0 for a nil list.
+func (l *postList) len() int {
+	if l == nil {
+		return 0
+	}
+	return int(l.n &^ ownFamily)
+}
+
+// add appends item p, holding the term tf times; p is past every
+// posting's.
+func (l *postList) add(p int32, tf int) {
+	gap := uint64(p-l.next) << 1
+	if tf > 1 {
+		l.b = binary.AppendUvarint(l.b, gap|1)
+		l.b = binary.AppendUvarint(l.b, uint64(min(tf, math.MaxUint16)-2))
+	} else {
+		l.b = binary.AppendUvarint(l.b, gap)
+	}
+	l.n++
+	l.next = p + 1
+}
+
+// postCursor reads a postList's postings in order.
+type postCursor struct {
+	b    []byte
+	at   int
+	next int32
+}
+
+// cursor returns a cursor at l's first posting.
+func (l *postList) cursor() postCursor { return postCursor{b: l.b} }
+
+// more reports whether a posting is left to read.
+func (c *postCursor) more() bool { return c.at < len(c.b) }
+
+// read returns the next posting; more must have said there is one.
+// (keywordInto reads the common posting itself: see short.)
+func (c *postCursor) read() posting {
+	v := uint64(c.b[c.at])
+	if v < 0x80 {
+		c.at++
+	} else {
+		var n int
+		v, n = binary.Uvarint(c.b[c.at:])
+		c.at += n
+	}
+	pt := posting{p: c.next + int32(v>>1), tf: 1}
+	if v&1 != 0 {
+		tf, n := binary.Uvarint(c.b[c.at:])
+		c.at += n
+		pt.tf = uint16(tf + 2)
+	}
+	c.next = pt.p + 1
+	return pt
+}
+
+// short reads the next posting when it is the common one, of one byte:
+// a word once in its item, a gap under 64. It is small enough to be
+// inlined in keywordInto's loop, where read is not.
+func (c *postCursor) short() (posting, bool) {
+	v := c.b[c.at]
+	if v&0x81 != 0 {
+		return posting{}, false
+	}
+	c.at++
+	c.next += int32(v>>1) + 1
+	return posting{p: c.next - 1, tf: 1}, true
+}
+
+// postMark is where posting i·postSkip of a list starts: its byte offset
+// and the origin of its gap.
+type postMark struct{ off, next int32 }
+
+// postSkip is how many postings apart a long list's marks are (see
+// npcIndex.marks): a bounded search skips to the one before its first
+// posting and reads fewer than postSkip postings before it.
+const postSkip = 64
+
+// from returns a cursor at posting i of list l in x: through the list's
+// marks, reading at most postSkip-1 postings to get there.
+func (x *npcIndex) from(l *postList, i int) postCursor {
+	c := l.cursor()
+	if m := i / postSkip; m > 0 {
+		mk := x.marks[l][m-1]
+		c.at, c.next = int(mk.off), mk.next
+		i -= m * postSkip
+	}
+	for ; i > 0; i-- {
+		c.read()
+	}
+	return c
 }
 
 // termKey is the form under which a word is indexed and looked up: its
@@ -128,15 +246,24 @@ func (x *npcIndex) addPostings(p int32, words []string) {
 		terms = append(terms, termCount{key: k, surface: w, n: 1})
 	}
 	for _, t := range terms {
-		if len(x.post[t.key]) == 0 {
-			f := familyKey(t.surface)
-			x.family[f] = append(x.family[f], t.key)
+		l := x.post[t.key]
+		if l == nil {
+			// The key is a slice of the item's text: a copy of it is
+			// kept, or the text would stay alive with the index. (A map
+			// assignment stores its key again, so no later posting is
+			// added through one.)
+			key := strings.Clone(t.key)
+			l = &postList{}
+			x.post[key] = l
+			x.joinFamily(familyKey(t.surface), key, l)
 		}
-		ps := x.post[t.key]
-		room := cap(ps)
-		ps = append(ps, posting{p: p, tf: uint16(min(t.n, math.MaxUint16))})
-		x.post[t.key] = ps
-		x.postingRoom += cap(ps) - room
+		if n := l.len(); n > 0 && n%postSkip == 0 {
+			x.marks[l] = append(x.marks[l], postMark{off: int32(len(l.b)), next: l.next})
+			x.markCount++
+		}
+		room := cap(l.b)
+		l.add(p, t.n)
+		x.postingRoom += cap(l.b) - room
 	}
 	clear(sc.at)
 	clear(terms) // keeps no strings alive
@@ -161,8 +288,45 @@ type termCount struct {
 	n            int
 }
 
+// joinFamily adds the new key, of list l, to family f. A key that is its
+// own family's, first of it, is only marked (ownFamily); the family is
+// listed in x.family once it has another key, in the order they came.
+func (x *npcIndex) joinFamily(f, key string, l *postList) {
+	fam := x.family[f]
+	if len(fam) == 0 && key == f {
+		l.n |= ownFamily
+		return
+	}
+	// f is kept as the map's key (stored again at every assignment) and
+	// maybe in the list: a copy, as a short word is its own family's key,
+	// a slice of its text.
+	if key == f {
+		f = key
+	} else {
+		f = strings.Clone(f)
+	}
+	if len(fam) == 0 {
+		if own := x.post[f]; own != nil && own.n&ownFamily != 0 {
+			own.n &^= ownFamily
+			fam = append(fam, f)
+		}
+	}
+	x.family[f] = append(fam, key)
+}
+
+// familyOf returns the keys of family f in x, in the order they came:
+// those x.family lists, or else f alone when it is a key of its own
+// family (own).
+func (x *npcIndex) familyOf(f string) (listed []string, own bool) {
+	if fam := x.family[f]; len(fam) > 0 {
+		return fam, false
+	}
+	l := x.post[f]
+	return nil, l != nil && l.n&ownFamily != 0
+}
+
 // df is how many of the NPC's items contain the word w.
-func (x *npcIndex) df(w string) int { return len(x.post[termKey(w)]) }
+func (x *npcIndex) df(w string) int { return x.post[termKey(w)].len() }
 
 // queryKeys returns the index keys a query's terms look up, each with its
 // weight: the terms' own keys at 1, and, when expand > 0, the other keys of
@@ -180,7 +344,12 @@ func (x *npcIndex) queryKeys(terms []string, expand float64) (keys []string, wei
 		return keys, weights
 	}
 	for _, t := range terms {
-		for _, k := range x.family[familyKey(t)] {
+		f := familyKey(t)
+		listed, own := x.familyOf(f)
+		if own {
+			listed = []string{f}
+		}
+		for _, k := range listed {
 			if !seen[k] {
 				seen[k] = true
 				keys, weights = append(keys, k), append(weights, expand)
@@ -216,19 +385,24 @@ func (x *npcIndex) keywordInto(dst []kwHit, terms []string, limit int, expand, b
 	}
 	keys, weights := x.queryKeys(terms, expand)
 	for i, k := range keys {
-		ps := x.post[k]
-		if len(ps) == 0 {
+		l := x.post[k]
+		if l.len() == 0 {
 			continue
 		}
-		d := float64(len(ps))
-		if x.bound > 0 && len(ps) > x.bound {
+		d := float64(l.len())
+		c := l.cursor()
+		if x.bound > 0 && l.len() > x.bound {
 			// A bounded search reads the most recent postings of a
 			// frequent term: its IDF is low, and its cost would grow
 			// with the NPC's life.
-			ps = ps[len(ps)-x.bound:]
+			c = x.from(l, l.len()-x.bound)
 		}
 		idf := weights[i] * math.Log(1+(float64(n)-d+0.5)/(d+0.5))
-		for _, e := range ps {
+		for c.more() {
+			e, ok := c.short()
+			if !ok {
+				e = c.read()
+			}
 			tf := float64(e.tf)
 			norm := bm25K1 * (1 - b + b*float64(x.dl[e.p])/avgdl)
 			if acc[e.p] == 0 {

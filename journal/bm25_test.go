@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // An NPC's ranking uses its own statistics only: another NPC's long life,
@@ -168,6 +171,148 @@ func TestKeywordExpansion(t *testing.T) {
 	}
 }
 
+// A posting list reads back what was added to it, whatever the gaps and
+// counts, and a bounded search's cursor at posting i (through the marks)
+// reads what the whole list has from i on.
+func TestPostListsReadBackWhatTheyHold(t *testing.T) {
+	x := newIndex("n")
+	rng := rand.New(rand.NewPCG(3, 4))
+	want := map[string][]posting{}
+	keys := []string{"sword", "gold", "wolf", "mill"}
+	for p := range int32(5000) {
+		var words []string
+		for j, k := range keys {
+			// gold is in nearly every item, mill in few (gaps of
+			// hundreds), wolf several times in some (counts past 127).
+			if rng.IntN(1000) >= []int{300, 990, 200, 5}[j] {
+				continue
+			}
+			n := 1
+			if k == "wolf" && rng.IntN(4) == 0 {
+				n = 2 + rng.IntN(400)
+			}
+			for range n {
+				words = append(words, k)
+			}
+			want[k] = append(want[k], posting{p: p, tf: uint16(n)})
+		}
+		x.addPostings(p, words)
+	}
+	for _, k := range keys {
+		l := x.post[k]
+		if got := l.all(); !cmp.Equal(got, want[k], cmp.AllowUnexported(posting{})) || l.len() != len(want[k]) {
+			t.Fatalf("%s: %d postings read back, %d added (len %d)", k, len(got), len(want[k]), l.len())
+		}
+		if marks := len(x.marks[l]); marks != (len(want[k])-1)/postSkip {
+			t.Fatalf("%s: %d marks for %d postings", k, marks, len(want[k]))
+		}
+		for _, i := range []int{0, 1, postSkip - 1, postSkip, postSkip + 1, 3*postSkip + 7, len(want[k]) - 1, len(want[k])} {
+			if i > len(want[k]) {
+				continue
+			}
+			var got []posting
+			for c := x.from(l, i); c.more(); {
+				got = append(got, c.read())
+			}
+			var taken []posting
+			for c := x.from(l, i); c.more(); {
+				taken = append(taken, c.take())
+			}
+			if !cmp.Equal(taken, got, cmp.AllowUnexported(posting{}), cmpopts.EquateEmpty()) {
+				t.Fatalf("%s from %d: read one byte at a time (short) and each whole (read), the postings differ", k, i)
+			}
+			if !cmp.Equal(got, want[k][i:], cmp.AllowUnexported(posting{}), cmpopts.EquateEmpty()) {
+				t.Fatalf("%s from %d: %d postings, want %d", k, i, len(got), len(want[k])-i)
+			}
+		}
+	}
+}
+
+// The index keeps no slice of an item's text: its keys (words, families,
+// names) are copies, or each would keep alive the whole text it was cut
+// from.
+func TestIndexKeysKeepNoText(t *testing.T) {
+	x := newIndex("n")
+	// Lowercase, as ftsWords would make them: its words are then slices
+	// of the text itself.
+	texts := []string{"mara says: the swords of the king were sold at dawn", "tobin says: wolves took the sheep near the mill",
+		"brom says: adopt the adoption papers", "mara says: educate, educated, education"}
+	var spans [][2]uintptr
+	for i, text := range texts {
+		text = strings.Clone(text)
+		b := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+		spans = append(spans, [2]uintptr{b, b + uintptr(len(text))})
+		it := item{id: int64(i + 1), kind: kindMessage, user: true}
+		it.who = x.whoID(actorOf(text))
+		x.add(it, text)
+	}
+	inText := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		for _, sp := range spans {
+			if p >= sp[0] && p < sp[1] {
+				return true
+			}
+		}
+		return false
+	}
+	var keys []string
+	for k := range x.post {
+		keys = append(keys, k)
+	}
+	for f, ks := range x.family {
+		keys = append(append(keys, f), ks...)
+	}
+	for k := range x.who {
+		keys = append(keys, k)
+	}
+	if len(x.post) < 15 || len(x.who) != 3 {
+		t.Fatalf("%d words, %d names indexed", len(x.post), len(x.who))
+	}
+	for _, k := range keys {
+		if inText(k) {
+			t.Fatalf("key %q is a slice of an item's text", k)
+		}
+	}
+}
+
+// A word whose family is its own key is not listed in x.family until its
+// family has another key; queryKeys expands to a family's keys in the order
+// they came either way.
+func TestFamiliesListedOnlyWhenShared(t *testing.T) {
+	index := func(texts ...string) *npcIndex {
+		x := newIndex("n")
+		for i, text := range texts {
+			x.add(item{id: int64(i + 1), kind: kindMessage}, text)
+		}
+		return x
+	}
+	expand := func(x *npcIndex, term string) []string {
+		keys, _ := x.queryKeys([]string{term}, 0.5)
+		return keys[1:]
+	}
+	for _, c := range []struct {
+		texts  []string
+		listed int // families in x.family
+		term   string
+		want   []string
+	}{
+		// adopt is its own family's key; adoption's family is adopt.
+		{[]string{"sword and gold", "adopt"}, 0, "adoption", []string{"adopt"}},
+		// adoptive is neither's key, but of their family.
+		{[]string{"adopt", "adoption"}, 1, "adoptive", []string{"adopt", "adoption"}},
+		{[]string{"adoption", "adopt"}, 1, "adoptive", []string{"adoption", "adopt"}},
+		{[]string{"adoption", "adopt"}, 1, "adopted", []string{"adoption"}},
+		// educate (key educat) and education: a family of neither's key.
+		{[]string{"educate", "education"}, 1, "educated", []string{"education"}},
+		{[]string{"sword"}, 0, "swords", nil},
+	} {
+		x := index(c.texts...)
+		if got := expand(x, c.term); !cmp.Equal(got, c.want, cmpopts.EquateEmpty()) || len(x.family) != c.listed {
+			t.Fatalf("%q: %s expands to %v, want %v; families listed %v, want %d", c.texts, c.term, got, c.want, x.family, c.listed)
+		}
+	}
+}
+
 func TestLengthNormalization(t *testing.T) {
 	x := newIndex("n")
 	x.add(item{id: 1, kind: kindMessage}, "Mara says: my family!")
@@ -262,7 +407,7 @@ func TestAddPostingsCountsAsIndexTerms(t *testing.T) {
 		counts, _, n := indexTerms(words)
 		got := map[string]int{}
 		for k, ps := range x.post {
-			for _, pt := range ps {
+			for _, pt := range ps.all() {
 				if pt.p == int32(i) {
 					got[k] = int(pt.tf)
 				}

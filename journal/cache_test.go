@@ -507,3 +507,54 @@ func TestIndexBytesCountItsHeap(t *testing.T) {
 		t.Fatalf("drained maps kept: they held up to %d and %d items waiting for a vector", most, semMost)
 	}
 }
+
+// The many small indexes of a world of short-lived NPCs hold what the
+// cache counts of them too: there a word costs more than its postings
+// (its entry, its list, its family), and a result kept more than its text.
+func TestSmallIndexesCountTheirHeap(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	vocab := make([]string, 3000)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%x%c", i*7919, 'a'+rune(i%26))
+	}
+	const npcs = 100
+	for n := range npcs {
+		id := fmt.Sprintf("n%d", n)
+		e.npc(t, id, t0)
+		texts := make([]string, 240)
+		for i := range texts {
+			var b strings.Builder
+			fmt.Fprintf(&b, "[2026-11-21 10:%02d] Traveler%d says: \"", i%60, rng.IntN(30))
+			for range 10 + rng.IntN(15) {
+				b.WriteString(vocab[int(rng.ExpFloat64()*300)%len(vocab)] + " ")
+			}
+			texts[i] = b.String() + "\""
+		}
+		e.say(t, id, t0, texts, nil)
+	}
+	e.npc(t, "w", t0)
+	e.say(t, "w", t0, []string{"Alice owes Brom gold for the sword.", "The wolves came down the north road."}, nil)
+	r := e.retriever(t, WithCacheBytes(1<<30))
+	if _, err := r.Search(ctx, "w", "sword forge alice", 5); err != nil {
+		t.Fatal(err)
+	}
+	before := r.CacheStats().Bytes
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	for n := range npcs {
+		if _, err := r.Search(ctx, fmt.Sprintf("n%d", n), vocab[3]+" "+vocab[40], 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	counted := r.CacheStats().Bytes - before
+	heap := int64(m1.HeapAlloc) - int64(m0.HeapAlloc)
+	if ratio := float64(counted) / float64(heap); ratio < 0.85 || ratio > 1.3 {
+		t.Fatalf("%d indexes of 240 messages take %d bytes of heap each, the cache counts %d (%.2f of it)", npcs, heap/npcs, counted/npcs, ratio)
+	}
+	runtime.KeepAlive(r)
+}

@@ -61,7 +61,7 @@ func (r *Retriever) feedbackTerms(ctx context.Context, x *npcIndex, ranked []can
 			if _, name := x.who[k]; inQuery[k] || name {
 				continue
 			}
-			d := float64(len(x.post[k]))
+			d := float64(x.post[k].len())
 			if d < 2 {
 				continue
 			}

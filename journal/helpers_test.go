@@ -74,3 +74,23 @@ func (e *testEnv) retriever(tb testing.TB, opts ...Option) *Retriever {
 }
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// all decodes l's postings, oldest first; none for a nil list.
+func (l *postList) all() []posting {
+	if l == nil {
+		return nil
+	}
+	var out []posting
+	for c := l.cursor(); c.more(); {
+		out = append(out, c.take())
+	}
+	return out
+}
+
+// take reads the next posting as keywordInto does: short, else read.
+func (c *postCursor) take() posting {
+	if e, ok := c.short(); ok {
+		return e
+	}
+	return c.read()
+}

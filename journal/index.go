@@ -76,9 +76,13 @@ type npcIndex struct {
 	mems []int32
 	// post lists, for each indexed word (see termKey), the items holding
 	// it: the NPC's own BM25 statistics and the keyword channel's index;
-	// postingRoom is the room its lists hold, growth included.
-	post        map[string][]posting
+	// postingRoom is the bytes its lists hold, growth included; marks
+	// holds the marks of the lists longer than postSkip (postMark), for a
+	// bounded search, and markCount their number.
+	post        map[string]*postList
 	postingRoom int
+	marks       map[*postList][]postMark
+	markCount   int
 	// family lists, for each morphological family (familyKey), the keys
 	// of post in it, for query expansion.
 	family map[string][]string
@@ -158,16 +162,25 @@ type npcIndex struct {
 }
 
 func newIndex(npc string) *npcIndex {
-	return &npcIndex{npc: npc, semText: map[int32]string{}, memPos: map[int64]int32{}, pending: map[int32]string{}, post: map[string][]posting{}, family: map[string][]string{}, who: map[string]int32{}}
+	return &npcIndex{npc: npc, semText: map[int32]string{}, memPos: map[int64]int32{}, pending: map[int32]string{}, post: map[string]*postList{}, marks: map[*postList][]postMark{}, family: map[string][]string{}, who: map[string]int32{}}
 }
 
 func (x *npcIndex) bytes() int64 {
 	return x.vecs.bytes() + int64(cap(x.vecScale))*4 + int64(cap(x.vecTmp))*4 + int64(cap(x.qc)) + x.qSparse.bytes() +
 		int64(cap(x.items))*int64(unsafe.Sizeof(item{})) + int64(cap(x.byID[kindJournal])+cap(x.byID[kindMessage]))*4 + int64(len(x.memPos)+len(x.unordered))*40 + int64(cap(x.scores))*4 +
-		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postingRoom)*int64(unsafe.Sizeof(posting{})) + int64(len(x.post))*48 + int64(len(x.family))*64 + int64(len(x.who))*40 +
+		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postingRoom) + int64(len(x.post))*termBytes + int64(x.markCount)*12 + int64(len(x.marks))*48 + int64(cap(x.touched))*4 + int64(len(x.family))*familyBytes + int64(len(x.who))*40 +
 		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + waitingBytes(x.semText) + waitingBytes(x.pending) +
 		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24 + int64(len(x.oldMems))*(int64(x.dims)+oldMemOverhead)
 }
+
+// termBytes is what a term costs an index beside its postings: its entry
+// in npcIndex.post, its list and its key; familyBytes is what a family
+// listed in npcIndex.family costs (its entry, its key and its list of
+// keys).
+const (
+	termBytes   = 96
+	familyBytes = 128
+)
 
 // waitingBytes is what the texts of items waiting for a vector (pending,
 // semText) hold: each text and its map entry.
@@ -297,7 +310,7 @@ func (x *npcIndex) whoID(name string) int32 {
 	id, ok := x.who[k]
 	if !ok {
 		id = int32(len(x.who) + 1)
-		x.who[k] = id
+		x.who[strings.Clone(k)] = id // not the text k is a slice of
 	}
 	return id
 }

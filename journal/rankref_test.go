@@ -170,7 +170,12 @@ func refQueryKeys(x *npcIndex, terms []string, expand float64) (keys []string, w
 		return keys, weights
 	}
 	for _, t := range terms {
-		for _, k := range x.family[familyKey(t)] {
+		f := familyKey(t)
+		fam, own := x.familyOf(f)
+		if own {
+			fam = []string{f}
+		}
+		for _, k := range fam {
 			if !seen[k] {
 				seen[k] = true
 				keys, weights = append(keys, k), append(weights, expand)
@@ -197,7 +202,7 @@ func refKeyword(x *npcIndex, terms []string, limit int, expand, b float64) []kwH
 	}
 	keys, weights := refQueryKeys(x, terms, expand)
 	for i, k := range keys {
-		ps := x.post[k]
+		ps := x.post[k].all()
 		if len(ps) == 0 {
 			continue
 		}

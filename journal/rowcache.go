@@ -156,8 +156,13 @@ func resultBytes(r *Result) int64 {
 	for _, ref := range src.EventRefs {
 		n += len(ref)
 	}
-	return int64(n) + 192
+	return int64(n) + keptBytes
 }
+
+// keptBytes is what a kept result costs beside its text and sources: the
+// keptResult (208 bytes allocated), its entry in rowCache.res and its
+// sources' slices.
+const keptBytes = 256
 
 func (c *rowCache) size() int64 {
 	if c == nil {

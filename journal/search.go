@@ -251,7 +251,7 @@ func (r *Retriever) vectorPoolNeeded(x *npcIndex, terms []string) bool {
 		return true
 	}
 	for _, t := range terms {
-		if len(x.post[termKey(t)]) == 0 {
+		if x.post[termKey(t)].len() == 0 {
 			return true
 		}
 	}
