@@ -473,25 +473,12 @@ func TestIndexBytesCountItsHeap(t *testing.T) {
 		}
 		e.say(t, "a", t0, texts, nil)
 	}
-	// What every index shares (the word vectors, the tokenizer) is loaded
-	// by a first search, of another NPC.
-	e.npc(t, "w", t0)
-	e.say(t, "w", t0, []string{"Alice owes Brom gold for the sword.", "The wolves came down the north road."}, nil)
 	r := e.retriever(t, WithCacheBytes(1<<30))
-	if _, err := r.Search(ctx, "w", "sword forge alice", 5); err != nil {
-		t.Fatal(err)
-	}
-	before := r.CacheStats().Bytes
-	var m0, m1 runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&m0)
-	if _, err := r.Search(ctx, "a", "sword forge alice", 5); err != nil {
-		t.Fatal(err)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&m1)
-	counted := r.CacheStats().Bytes - before
-	heap := int64(m1.HeapAlloc) - int64(m0.HeapAlloc)
+	heap, counted := indexHeap(t, e, r, func() {
+		if _, err := r.Search(ctx, "a", "sword forge alice", 5); err != nil {
+			t.Fatal(err)
+		}
+	})
 	if ratio := float64(counted) / float64(heap); ratio < 0.92 || ratio > 1.3 {
 		t.Fatalf("the index of 12,000 messages takes %d bytes of heap, the cache counts %d (%.2f of it)", heap, counted, ratio)
 	}
@@ -534,27 +521,36 @@ func TestSmallIndexesCountTheirHeap(t *testing.T) {
 		}
 		e.say(t, id, t0, texts, nil)
 	}
+	r := e.retriever(t, WithCacheBytes(1<<30))
+	heap, counted := indexHeap(t, e, r, func() {
+		for n := range npcs {
+			if _, err := r.Search(ctx, fmt.Sprintf("n%d", n), vocab[3]+" "+vocab[40], 5); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if ratio := float64(counted) / float64(heap); ratio < 0.85 || ratio > 1.3 {
+		t.Fatalf("%d indexes of 240 messages take %d bytes of heap each, the cache counts %d (%.2f of it)", npcs, heap/npcs, counted/npcs, ratio)
+	}
+}
+
+// indexHeap returns the heap that the indexes built by searches take, once
+// collected, and what r's cache counts of them. What every index shares
+// (the word vectors, the tokenizer) is loaded before, by a first search of
+// another NPC.
+func indexHeap(t *testing.T, e *testEnv, r *Retriever, searches func()) (heap, counted int64) {
+	t.Helper()
 	e.npc(t, "w", t0)
 	e.say(t, "w", t0, []string{"Alice owes Brom gold for the sword.", "The wolves came down the north road."}, nil)
-	r := e.retriever(t, WithCacheBytes(1<<30))
-	if _, err := r.Search(ctx, "w", "sword forge alice", 5); err != nil {
+	if _, err := r.Search(context.Background(), "w", "sword forge alice", 5); err != nil {
 		t.Fatal(err)
 	}
 	before := r.CacheStats().Bytes
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
-	for n := range npcs {
-		if _, err := r.Search(ctx, fmt.Sprintf("n%d", n), vocab[3]+" "+vocab[40], 5); err != nil {
-			t.Fatal(err)
-		}
-	}
+	searches()
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
-	counted := r.CacheStats().Bytes - before
-	heap := int64(m1.HeapAlloc) - int64(m0.HeapAlloc)
-	if ratio := float64(counted) / float64(heap); ratio < 0.85 || ratio > 1.3 {
-		t.Fatalf("%d indexes of 240 messages take %d bytes of heap each, the cache counts %d (%.2f of it)", npcs, heap/npcs, counted/npcs, ratio)
-	}
-	runtime.KeepAlive(r)
+	return int64(m1.HeapAlloc) - int64(m0.HeapAlloc), r.CacheStats().Bytes - before
 }
