@@ -148,7 +148,9 @@ func (x *npcIndex) from(l *postList, i int) postCursor {
 		i -= m * postSkip
 	}
 	for ; i > 0; i-- {
-		c.read()
+		if _, ok := c.short(); !ok {
+			c.read()
+		}
 	}
 	return c
 }
