@@ -86,6 +86,28 @@ func TestTimedModelBorrowsOnlyWhatItsModelDoes(t *testing.T) {
 	}
 }
 
+// Without latency the timed builtin model stands for the daemon's builtin
+// model, which takes the engine's count of each prompt; with latency it
+// stands for an endpoint, which reports its own usage, so the engine
+// counts nothing for it; in front of a model that does not count, neither.
+func TestTimedModelCountsAsItsModelStandsFor(t *testing.T) {
+	builtin := llm.NewBuiltin()
+	for _, c := range []struct {
+		model   llm.Chatter
+		latency time.Duration
+		want    *llm.Counter
+	}{
+		{builtin, 0, builtin.PromptCounter()},
+		{builtin, 200 * time.Millisecond, nil},
+		{keeper{builtin}, 0, nil},
+	} {
+		r := llm.Router{Remote: newTimedModel(c.model, c.latency), Builtin: builtin}
+		if got := r.UsageCounter(benchModel); got != c.want {
+			t.Errorf("%T, latency %v: the engine counts with %v, want %v", c.model, c.latency, got, c.want)
+		}
+	}
+}
+
 // A tick world's engine has room for every worker's model call; with a
 // model that waits (--latency), its background compactions are bounded as
 // the daemon bounds an endpoint's, else by the engine's default.

@@ -179,6 +179,17 @@ func newTimedModel(inner llm.Chatter, latency time.Duration) llm.Chatter {
 	return m
 }
 
+// PromptCounter is inner's counter when the model has no latency and inner
+// counts its prompts (the builtin model): it then stands for a daemon's
+// builtin model, to which the engine passes its count of each prompt, not
+// for an endpoint, which reports its own usage (see llm.PromptCounter).
+func (m timedModel) PromptCounter() *llm.Counter {
+	if pc, ok := m.inner.(llm.PromptCounter); ok && m.latency == 0 {
+		return pc.PromptCounter()
+	}
+	return nil
+}
+
 func (m timedModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	start := time.Now()
 	if m.latency > 0 {

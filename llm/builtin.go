@@ -39,6 +39,10 @@ type Builtin struct {
 // NewBuiltin returns the offline model.
 func NewBuiltin() *Builtin { return &Builtin{counter: NewCounter(BuiltinModel)} }
 
+// PromptCounter is the counter the builtin model counts a prompt with for
+// its usage (see PromptCounter, Request.MessageTokens).
+func (b *Builtin) PromptCounter() *Counter { return b.counter }
+
 // BorrowsMessages marks that Chat keeps nothing of req.Messages once it
 // returns (see MessagesBorrower).
 func (b *Builtin) BorrowsMessages() {}

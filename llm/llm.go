@@ -123,14 +123,23 @@ func (r Router) Model(model string) Chatter {
 // builtinAnswers reports whether the builtin model answers model.
 func (r Router) builtinAnswers(model string) bool { return model == BuiltinModel || r.Remote == nil }
 
+// PromptCounter is a model that reports a request's prompt tokens by
+// counting its messages with a Counter, as the builtin model does: it takes
+// the count a caller made with that counter (Request.MessageTokens) instead
+// of counting again. A remote provider, which reports its own usage, is
+// none.
+type PromptCounter interface {
+	PromptCounter() *Counter
+}
+
 // UsageCounter returns the counter a caller counts a request for model
-// with to pass the count along (Request.MessageTokens): the builtin
-// model's, when the builtin model answers model, since it reports usage by
-// counting; nil otherwise, when a remote provider reports its own and a
-// count would go unused.
+// with to pass the count along (Request.MessageTokens): that of the model
+// answering it when that model counts (PromptCounter), as the builtin model
+// does; nil otherwise, when a remote provider reports its own and a count
+// would go unused.
 func (r Router) UsageCounter(model string) *Counter {
-	if r.builtinAnswers(model) {
-		return NewCounter(BuiltinModel)
+	if pc, ok := r.Model(model).(PromptCounter); ok {
+		return pc.PromptCounter()
 	}
 	return nil
 }

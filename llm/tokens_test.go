@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -214,7 +215,19 @@ func TestRouter(t *testing.T) {
 			t.Errorf("Router.UsageCounter(%q), remote set %v = %v, want %v", tc.model, tc.remote != nil, got, want)
 		}
 	}
+	// A remote model that counts its prompts as the builtin model does
+	// is passed the count too, made with its own counter.
+	counting := countingRemote{NewCounter("gpt-4o")}
+	if got := (Router{Remote: counting, Builtin: builtin}).UsageCounter("gpt-4o"); got != counting.c {
+		t.Errorf("Router.UsageCounter of a remote model that counts = %v, want its counter", got)
+	}
 }
+
+// countingRemote is a remote model that reports usage by counting with c.
+type countingRemote struct{ c *Counter }
+
+func (countingRemote) Chat(context.Context, Request) (Response, error) { return Response{}, nil }
+func (r countingRemote) PromptCounter() *Counter                       { return r.c }
 
 // A prompt repeats its roles, names, call ids and arguments every tick:
 // counting a message already counted must not tokenize it again.

@@ -489,6 +489,15 @@ func (p *promptChecker) Chat(ctx context.Context, req llm.Request) (llm.Response
 	return p.model.Chat(ctx, req)
 }
 
+// PromptCounter is the wrapped model's (see llm.PromptCounter): the
+// checker stands for it, and is given the counts it would be.
+func (p *promptChecker) PromptCounter() *llm.Counter {
+	if pc, ok := p.model.(llm.PromptCounter); ok {
+		return pc.PromptCounter()
+	}
+	return nil
+}
+
 // borrowingChecker is promptChecker as a model that keeps nothing of the
 // prompts it is given (llm.MessagesBorrower).
 type borrowingChecker struct{ *promptChecker }
