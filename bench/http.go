@@ -108,15 +108,13 @@ func benchHTTP(ctx context.Context, h Harness, b TickOptions, n int, mode string
 	}
 	cpu := cpuTime() - cpu0
 	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
-	}
+	pct := func(p float64) float64 { return msOf(percentile(lat, p)) }
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return &TickMeasure{
 		NPCs: n, Ticks: len(lat), Mode: "http-" + mode, TicksPerS: float64(len(lat)) / elapsed.Seconds(),
 		P50MS: pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
-		CPUMSPerTick: float64(cpu.Microseconds()) / 1000 / float64(len(lat)),
+		CPUMSPerTick: msOf(cpu) / float64(len(lat)),
 		PeakRSSMiB:   float64(ru.Maxrss) / 1024,
 	}, nil
 }

@@ -345,16 +345,15 @@ func Life(ctx context.Context, out, progress io.Writer, h Harness, o LifeOptions
 		wall := time.Since(tenthStart) - sleepWall
 		cpu := cpuTime() - cpu0 - sleepCPU
 		slices.Sort(lat)
-		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 		cur.Kind, cur.Tenth, cur.Day = "tenth", len(tenths)+1, day+1
 		if cur.Ticks > 0 {
 			cur.TicksPerS = float64(cur.Ticks) / wall.Seconds()
-			cur.P50MS, cur.P99MS = ms(quantile(lat, 0.50)), ms(quantile(lat, 0.99))
-			cur.CPUMSPerTick = ms(cpu) / float64(cur.Ticks)
+			cur.P50MS, cur.P99MS = msOf(quantile(lat, 0.50)), msOf(quantile(lat, 0.99))
+			cur.CPUMSPerTick = msOf(cpu) / float64(cur.Ticks)
 			cur.PromptTokensPerTick = float64(prompt) / float64(cur.Ticks)
 		}
 		if cur.Sleeps > 0 {
-			cur.SleepMS = ms(sleepWall) / float64(cur.Sleeps)
+			cur.SleepMS = msOf(sleepWall) / float64(cur.Sleeps)
 		}
 		cx, err := npc.context(ctx)
 		if err != nil {

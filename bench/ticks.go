@@ -638,7 +638,8 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc)
 	return nil
 }
 
-// percentile returns the p-th percentile of sorted, 0 when it is empty.
+// percentile returns the p-th percentile of sorted (at rank p·n, where
+// quantile rounds to the nearest rank), 0 when it is empty.
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -658,12 +659,12 @@ func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return &TickMeasure{
-		Mode: "in-process", NPCs: len(w.ids), Ticks: total, HistoryTokens: w.history, OtherMessages: w.others, LatencyMS: float64(b.Latency.Microseconds()) / 1000,
+		Mode: "in-process", NPCs: len(w.ids), Ticks: total, HistoryTokens: w.history, OtherMessages: w.others, LatencyMS: msOf(b.Latency),
 		TicksPerS: float64(total) / acc.elapsed.Seconds(),
 		P50MS:     pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
 		LatencyP99MS:      msOf(percentile(acc.latency, 0.99)),
-		ModelMS:           float64(acc.model.Microseconds()) / 1000 / float64(total),
-		CPUMSPerTick:      float64(acc.cpu.Microseconds()) / 1000 / float64(total),
+		ModelMS:           msOf(acc.model) / float64(total),
+		CPUMSPerTick:      msOf(acc.cpu) / float64(total),
 		AllocBytesPerTick: int64(acc.alloc) / int64(total),
 		AllocsPerTick:     int64(acc.mallocs) / int64(total),
 		PeakRSSMiB:        float64(ru.Maxrss) / 1024, // KiB on Linux

@@ -691,8 +691,8 @@ func answerBlades(t *testing.T, env *testEnv, i int, res *Result, after func()) 
 	return compactions
 }
 
-// A prompt is counted as it is built only for the builtin model, which
-// reports usage by counting it: a tick answered by an endpoint, which
+// A prompt is counted as it is built only for a model that reports usage
+// by counting it, as the builtin model does (llm.PromptCounter): a tick answered by an endpoint, which
 // reports its own, counts nothing for it, and one that switches to the
 // builtin model counts again.
 func TestPromptCountedOnlyForTheBuiltinModel(t *testing.T) {

@@ -376,8 +376,9 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 	// call converts only what is new; a model that keeps nothing of the
 	// prompt it is given gets each one in the same array.
 	lp := e.history.promptOf(c.ID)
-	// Counted as it is built when the builtin model answers: it reports
-	// usage by counting, and takes the count (llm.Request.MessageTokens).
+	// Counted as it is built when the model answering reports usage by
+	// counting, as the builtin model does (llm.PromptCounter): it takes
+	// the count (llm.Request.MessageTokens) instead of counting again.
 	lp.countWith(e.models.UsageCounter(c.Model))
 	prompt := lp.assemble
 	if _, ok := e.models.Model(c.Model).(llm.MessagesBorrower); ok {
