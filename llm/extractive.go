@@ -93,22 +93,155 @@ func isASCII(s string) bool {
 }
 
 // classifyLine sorts one transcript line into a section kind, or -1 for small
-// talk not worth keeping.
+// talk not worth keeping. An ASCII line is read once, word by word
+// (sectionWords), which finds exactly what the section patterns would: on
+// lines that hold their words, the patterns' backtracking cost several
+// microseconds a line, most of a summary's time. Other lines, where the
+// patterns' case folding is wider than lower-casing, go through the
+// patterns.
 func classifyLine(line string) int {
-	low, ascii := strings.ToLower(line), isASCII(line)
-	switch {
-	case promiseKeys.may(low, ascii) && promiseRe.MatchString(line):
-		return secPromises
-	case decisionKeys.may(low, ascii) && decisionRe.MatchString(line):
-		return secDecisions
-	case progressKeys.may(low, ascii) && progressRe.MatchString(line):
-		return secProgress
-	case openKeys.may(low, ascii) && openRe.MatchString(line):
-		return secOpen
-	case numberRe.MatchString(line) || properRe.MatchString(line) || len(line) > 80:
+	var m uint8
+	if isASCII(line) {
+		m = sectionWords.sections(line)
+		if strings.IndexByte(line, '?') >= 0 {
+			m |= 1 << secOpen
+		}
+	} else {
+		low := strings.ToLower(line)
+		for _, p := range sectionPatterns {
+			if p.keys.may(low, false) && p.re.MatchString(line) {
+				m |= 1 << p.kind
+			}
+		}
+	}
+	for _, kind := range []int{secPromises, secDecisions, secProgress, secOpen} {
+		if m&(1<<kind) != 0 {
+			return kind
+		}
+	}
+	if strings.ContainsAny(line, "0123456789") || hasProperWord(line) || len(line) > 80 {
 		return secPeople
 	}
 	return -1
+}
+
+// sectionPatterns are the patterns classifyLine tries, in order, on a line
+// that is not ASCII.
+var sectionPatterns = []struct {
+	kind int
+	keys keys
+	re   *regexp.Regexp
+}{
+	{secPromises, promiseKeys, promiseRe},
+	{secDecisions, decisionKeys, decisionRe},
+	{secProgress, progressKeys, progressRe},
+	{secOpen, openKeys, openRe},
+}
+
+// hasProperWord reports whether s holds a white space followed by a
+// capitalized ASCII word, as properRe matches.
+func hasProperWord(s string) bool {
+	for i := 0; i+2 < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\f', '\r':
+			if c, d := s[i+1], s[i+2]; 'A' <= c && c <= 'Z' && 'a' <= d && d <= 'z' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sectionWords holds the words and phrases of the section patterns
+// (promiseRe, decisionRe, progressRe and openRe but its question mark),
+// each spelled out: TestSectionWordsMatchThePatterns holds them to the
+// patterns.
+var sectionWords = newPhraseIndex(map[int][]string{
+	secPromises: {"promise", "promises", "promised", "owe", "owes", "owed", "debt", "pay", "repay", "swear", "swore", "vow", "deal",
+		"reward", "lend", "borrow", "in exchange", "will bring", "will fetch", "will make", "will repair", "i'll bring", "i'll make",
+		"i'll fix", "i'll repair", "i'll pay", "i'll find", "i'll get"},
+	secDecisions: {"decide", "decides", "decided", "agree", "agrees", "agreed", "chose", "choose", "will not", "won't", "refuse",
+		"refuses", "refused", "going to", "plan to", "plans to", "planned to"},
+	secProgress: {"gave", "gives", "found", "done", "finished", "completed", "arrived", "delivered", "returned", "repaired", "bought",
+		"sold", "paid", "killed", "built", "made"},
+	secOpen: {"lost", "missing", "find", "looking for", "search", "unknown", "wait for", "waiting for", "where is", "who is", "need",
+		"needs", "help"},
+})
+
+// phraseIndex finds, in an ASCII text and ignoring case, lower-case phrases
+// standing as whole words, as a case-insensitive pattern \b(a|b|…)\b
+// would: each starts and ends with a word character ([0-9A-Za-z_]), and
+// is found only where no word character touches it on either side.
+type phraseIndex struct {
+	// words marks each phrase of one word with the sections it names;
+	// longer lists, by their first word, the phrases that begin with it.
+	words  map[string]uint8
+	longer map[string][]phrase
+}
+
+type phrase struct {
+	text string
+	mask uint8
+}
+
+func newPhraseIndex(bySection map[int][]string) *phraseIndex {
+	ix := &phraseIndex{words: map[string]uint8{}, longer: map[string][]phrase{}}
+	for kind, ps := range bySection {
+		for _, p := range ps {
+			first := p
+			if i := strings.IndexFunc(p, func(r rune) bool { return r > 0x7f || !isWordByte(byte(r)) }); i >= 0 {
+				first = p[:i]
+			}
+			if first == p {
+				ix.words[p] |= 1 << kind
+				continue
+			}
+			ix.longer[first] = append(ix.longer[first], phrase{p, 1 << kind})
+		}
+	}
+	return ix
+}
+
+// sections returns the sections whose phrases the ASCII text s holds, a
+// bit (1 << kind) each.
+func (ix *phraseIndex) sections(s string) uint8 {
+	var buf [256]byte
+	low := buf[:0]
+	if len(s) > len(buf) {
+		low = make([]byte, 0, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		low = append(low, c)
+	}
+	var m uint8
+	for i := 0; i < len(low); {
+		if !isWordByte(low[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(low) && isWordByte(low[j]) {
+			j++
+		}
+		m |= ix.words[string(low[i:j])]
+		for _, p := range ix.longer[string(low[i:j])] {
+			end := i + len(p.text)
+			if end <= len(low) && string(low[i:end]) == p.text && (end == len(low) || !isWordByte(low[end])) {
+				m |= p.mask
+			}
+		}
+		i = j
+	}
+	return m
+}
+
+// isWordByte reports whether c is a word character of a pattern's \b.
+func isWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
 }
 
 // summaryLine is one bullet of an extractive summary.
