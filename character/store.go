@@ -1342,12 +1342,16 @@ func (s *Store) Archive(ctx context.Context, id string, ids []int64, compactionI
 	}
 	// In a transaction: a span of many batches found stale in a late batch
 	// must not stay half archived.
-	return s.atomically(ctx, func(db *gorm.DB) error { return archive(db, id, ids, compactionID) })
+	return s.atomically(ctx, func(db *gorm.DB) error { return s.archive(ctx, db, id, ids, compactionID) })
 }
 
-func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
-	var live, summary, count int
-	for start := 0; start < len(ids); start += 500 {
+func (s *Store) archive(ctx context.Context, db *gorm.DB, id string, ids []int64, compactionID *int64) error {
+	var t archivedTotals
+	spanned, err := s.archiveSpan(ctx, db, id, ids, compactionID, &t)
+	if err != nil {
+		return fmt.Errorf("archive messages of %q: %w", id, err)
+	}
+	for start := 0; !spanned && start < len(ids); start += 500 {
 		end := min(start+500, len(ids))
 		// One statement archives the batch's live rows and returns what
 		// the totals need of them. A row that was not live is left alone
@@ -1359,7 +1363,7 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 		if err != nil {
 			return fmt.Errorf("archive messages of %q: %w", id, err)
 		}
-		n, err := archived(rows, &live, &summary, &count)
+		n, err := t.read(rows, nil)
 		if err != nil {
 			return fmt.Errorf("archive messages of %q: %w", id, err)
 		}
@@ -1367,10 +1371,10 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 			return fmt.Errorf("archive messages of %q: %w: %d of %d messages are not live", id, ErrInvalid, end-start-n, end-start)
 		}
 	}
-	err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
-		"live_tokens":       gorm.Expr("live_tokens - ?", live),
-		"summary_tokens":    gorm.Expr("summary_tokens - ?", summary),
-		"live_messages":     gorm.Expr("live_messages - ?", count),
+	err = db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
+		"live_tokens":       gorm.Expr("live_tokens - ?", t.live),
+		"summary_tokens":    gorm.Expr("summary_tokens - ?", t.summary),
+		"live_messages":     gorm.Expr("live_messages - ?", t.count),
 		"archived_messages": gorm.Expr("archived_messages + ?", len(ids)),
 		"history_rev":       newRev(),
 	}).Error
@@ -1380,33 +1384,97 @@ func archive(db *gorm.DB, id string, ids []int64, compactionID *int64) error {
 	return nil
 }
 
+// archiveSpan archives ids by their range when they are, in order, every
+// live message of the NPC from the first to the last, as a compaction's
+// span of the oldest live messages is, and reports whether it did;
+// otherwise it changes nothing. Its two statements keep one text whatever
+// the number of ids, so on SQLite they stay prepared (store.TxStmts), where
+// the list of archiveSQL is parsed anew for every length: a third of
+// archiving a compaction's span.
+func (s *Store) archiveSpan(ctx context.Context, db *gorm.DB, id string, ids []int64, compactionID *int64, t *archivedTotals) (bool, error) {
+	// (An id given twice is refused either way: the rows returned, each
+	// once, fall short of the ids.)
+	if len(ids) < 2 || !slices.IsSorted(ids) {
+		return false, nil
+	}
+	lo, hi := ids[0], ids[len(ids)-1]
+	var live int
+	var err error
+	if st, ok := s.prep.Stmt(ctx, db, liveInSpanSQL); ok {
+		err = st.QueryRowContext(ctx, id, StateLive, lo, hi).Scan(&live)
+	} else {
+		err = db.Raw(liveInSpanSQL, id, StateLive, lo, hi).Row().Scan(&live)
+	}
+	if err != nil || live != len(ids) {
+		return false, err
+	}
+	// As many live rows in the range as ids: they are the ids, unless one
+	// of these is not live, which the rows returned tell (the caller's
+	// transaction, which fails then, undoes the archiving).
+	var rows *sql.Rows
+	if st, ok := s.prep.Stmt(ctx, db, archiveSpanSQL); ok {
+		rows, err = st.QueryContext(ctx, StateArchived, compactionID, id, StateLive, lo, hi)
+	} else {
+		rows, err = db.Raw(archiveSpanSQL, StateArchived, compactionID, id, StateLive, lo, hi).Rows()
+	}
+	if err != nil {
+		return false, err
+	}
+	planned := func(m int64) bool { _, found := slices.BinarySearch(ids, m); return found }
+	n, err := t.read(rows, planned)
+	if err != nil {
+		return false, err
+	}
+	if n != len(ids) {
+		return false, fmt.Errorf("%w: %d of %d messages are not live", ErrInvalid, len(ids)-n, len(ids))
+	}
+	return true, nil
+}
+
 // archiveSQL archives a batch of an NPC's live messages and reads back
 // what the running totals need of them.
 const archiveSQL = "UPDATE messages SET state = ?, compaction_id = ? WHERE character_id = ? AND state = ? AND id IN ? " +
-	"RETURNING summary, masked, view_tokens, mask_tokens"
+	"RETURNING id, summary, masked, view_tokens, mask_tokens"
 
-// archived reads the rows archiveSQL returns, closing them: it adds what
-// they cost in the prompt to summary for the summary, to live for the
-// others, whose number it adds to count, and returns the number of rows.
-func archived(rows *sql.Rows, live, summary, count *int) (int, error) {
+// liveInSpanSQL counts an NPC's live messages in a range of ids, and
+// archiveSpanSQL archives them as archiveSQL does.
+const (
+	liveInSpanSQL  = "SELECT count(*) FROM messages WHERE character_id = ? AND state = ? AND id BETWEEN ? AND ?"
+	archiveSpanSQL = "UPDATE messages SET state = ?, compaction_id = ? WHERE character_id = ? AND state = ? AND id BETWEEN ? AND ? " +
+		"RETURNING id, summary, masked, view_tokens, mask_tokens"
+)
+
+// archivedTotals is what archived messages took in the prompt: summary for
+// the summary, live for the others, whose number is count.
+type archivedTotals struct{ live, summary, count int }
+
+// read adds to t the rows archiveSQL or archiveSpanSQL returns, closing
+// them, and returns their number. With planned set, a row whose id it
+// refuses is an error: the statement archived a message it should not
+// have.
+func (t *archivedTotals) read(rows *sql.Rows, planned func(int64) bool) (int, error) {
 	defer rows.Close()
 	n := 0
 	var (
+		msgID                  int64
 		isSummary, masked      sql.NullBool
 		viewTokens, maskTokens sql.NullInt64
 	)
 	for rows.Next() {
-		if err := rows.Scan(&isSummary, &masked, &viewTokens, &maskTokens); err != nil {
+		if err := rows.Scan(&msgID, &isSummary, &masked, &viewTokens, &maskTokens); err != nil {
 			return 0, err
+		}
+		if planned != nil && !planned(msgID) {
+			return 0, fmt.Errorf("%w: message %d was not planned", ErrInvalid, msgID)
 		}
 		m := Message{Masked: masked.Bool, ViewTokens: int(viewTokens.Int64), MaskTokens: int(maskTokens.Int64)}
 		n++
 		if isSummary.Bool {
-			*summary += m.PromptTokens()
+			t.summary += m.PromptTokens()
 			continue
 		}
-		*live += m.PromptTokens()
-		*count++
+		t.live += m.PromptTokens()
+		t.count++
 	}
 	if err := rows.Err(); err != nil {
 		return 0, err

@@ -880,6 +880,83 @@ func TestArchive(t *testing.T) {
 	}
 }
 
+// A span is archived by its range when its ids are every live message
+// between its first and its last; a range that also holds a live message
+// not planned is refused whole, and a plan with gaps or out of order
+// archives exactly what it names.
+func TestArchiveByRange(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	u1, x, a1, u2, a2, u3 := user(1, "hello"), user(1, "aside"), assistant(1), user(2, "again"), assistant(2), user(3, "more")
+	appendMsgs(t, s, "brom", u1, x, a1, u2, a2, u3)
+	if err := s.Archive(ctx, "brom", []int64{x.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	state := func(ms ...*character.Message) []string {
+		var out []string
+		for _, m := range ms {
+			got, err := s.MessageByID(ctx, "brom", m.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, got.State)
+		}
+		return out
+	}
+	live, archived := character.StateLive, character.StateArchived
+
+	// As many live rows in the range as ids, but x is archived and a1,
+	// live, was not planned.
+	before := checkTotals(t, s, "brom")
+	if err := s.Archive(ctx, "brom", []int64{u1.ID, x.ID, u2.ID}, nil); !errors.Is(err, character.ErrInvalid) {
+		t.Fatalf("Archive of a range holding a live message not planned = %v, want ErrInvalid", err)
+	}
+	if diff := cmp.Diff([]string{live, archived, live, live, live, live}, state(u1, x, a1, u2, a2, u3)); diff != "" {
+		t.Errorf("a refused Archive changed states (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, checkTotals(t, s, "brom")); diff != "" {
+		t.Errorf("a refused Archive changed the totals (-before +after):\n%s", diff)
+	}
+
+	// Out of order, and an id given twice.
+	if err := s.Archive(ctx, "brom", []int64{u1.ID, u2.ID, a1.ID, a2.ID, a2.ID}, nil); !errors.Is(err, character.ErrInvalid) {
+		t.Fatalf("Archive of an id given twice = %v, want ErrInvalid", err)
+	}
+	if err := s.Archive(ctx, "brom", []int64{u1.ID, u2.ID, a1.ID, a2.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{archived, archived, archived, archived, archived, live}, state(u1, x, a1, u2, a2, u3)); diff != "" {
+		t.Errorf("after archiving a plan out of order (-want +got):\n%s", diff)
+	}
+	// A gap: u4 stays live.
+	u4, u5, u6 := user(4, "four"), user(5, "five"), user(6, "six")
+	appendMsgs(t, s, "brom", u4, u5, u6)
+	if err := s.Archive(ctx, "brom", []int64{u3.ID, u5.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{archived, live, archived, live}, state(u3, u4, u5, u6)); diff != "" {
+		t.Errorf("after archiving a plan with a gap (-want +got):\n%s", diff)
+	}
+	// Archived messages are refused; the last live ones, an archived one
+	// between them, are archived, with their compaction.
+	compaction := int64(9)
+	if err := s.Archive(ctx, "brom", []int64{u3.ID, u4.ID}, &compaction); !errors.Is(err, character.ErrInvalid) {
+		t.Fatalf("Archive of an archived message = %v, want ErrInvalid", err)
+	}
+	if err := s.Archive(ctx, "brom", []int64{u4.ID, u6.ID}, &compaction); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*character.Message{u4, u6} {
+		if got, _ := s.MessageByID(ctx, "brom", m.ID); got.State != archived || got.CompactionID == nil || *got.CompactionID != compaction {
+			t.Errorf("#%d %s by %v, want archived by compaction 9", m.ID, got.State, got.CompactionID)
+		}
+	}
+	if got := checkTotals(t, s, "brom"); got.LiveMessages != 0 || got.LiveTokens != 0 || got.ArchivedMessages != 9 {
+		t.Errorf("totals with every message archived: %+v", got)
+	}
+}
+
 func TestArchiveOfAManyChunkSpanIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
