@@ -410,13 +410,14 @@ func (x *npcIndex) setVec(p int32, v []float32) error {
 
 // embedInPlace gives the items of ps that are no memories their vectors,
 // written by the embedder into the index's scratch and stored from there,
-// when it is a local lexical one (weightedEmbedder) and the index's
-// dimension count is known; it returns the items left. Through Embed each
-// vector would be allocated. Memories keep the usual path: their vectors
+// when it is a local lexical one (weightedEmbedder); the first vector of a
+// new index fixes its dimension count (setVec). It returns the items left.
+// Through Embed each vector would be allocated, a whole index's at its
+// first search. Memories keep the usual path: their vectors
 // are also stored with them.
 func (r *Retriever) embedInPlace(ctx context.Context, x *npcIndex, ps []int32) ([]int32, error) {
 	we, ok := r.embedder.(weightedEmbedder)
-	if !ok || x.dims == 0 {
+	if !ok {
 		return ps, nil
 	}
 	rest := ps[:0]
