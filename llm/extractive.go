@@ -210,13 +210,7 @@ func (ix *phraseIndex) sections(s string) uint8 {
 	if len(s) > len(buf) {
 		low = make([]byte, 0, len(s))
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		low = append(low, c)
-	}
+	low = appendLowerASCII(low, s)
 	var m uint8
 	for i := 0; i < len(low); {
 		if !isWordByte(low[i]) {

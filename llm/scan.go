@@ -187,6 +187,18 @@ func ownWords(s string) bool {
 	return false
 }
 
+// appendLowerASCII appends the ASCII text s to dst, lower-cased.
+func appendLowerASCII(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
 // wordScanner reads the content words of texts as contentWords does, into a
 // buffer it reuses: lower-cased runs of a-z and 0-9 longer than two
 // letters, small words left out.
@@ -202,14 +214,7 @@ func (ws *wordScanner) words(s string, f func(i, j int)) {
 		ws.buf = make([]byte, 0, 256)
 	}
 	if isASCII(s) {
-		ws.buf = ws.buf[:0]
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			ws.buf = append(ws.buf, c)
-		}
+		ws.buf = appendLowerASCII(ws.buf[:0], s)
 	} else {
 		ws.buf = append(ws.buf[:0], strings.ToLower(s)...)
 	}
