@@ -80,14 +80,22 @@ func Importance(kind, text string) int {
 	// The fields of text are its runs of letters, digits and apostrophes
 	// (as strings.FieldsFunc splits it), read in place.
 	fields := 0
+	var buf [32]byte
 	for rest := text; ; fields++ {
 		var f string
 		if f, rest = nextField(rest); f == "" {
 			break
 		}
 		i := fields
-		w := strings.ToLower(strings.Trim(f, "'"))
-		class := wordClasses[w]
+		t := strings.Trim(f, "'")
+		var class uint8
+		var isI bool
+		if low, ok := lowerASCII(&buf, t); ok {
+			class, isI = wordClasses[string(low)], string(low) == "i"
+		} else {
+			w := strings.ToLower(t)
+			class, isI = wordClasses[w], w == "i"
+		}
 		switch class & classMask {
 		case classStakes:
 			stakes++
@@ -104,7 +112,7 @@ func Importance(kind, text string) int {
 		first, size := utf8.DecodeRuneInString(f)
 		if unicode.IsDigit(first) {
 			numbers++
-		} else if i > 0 && unicode.IsUpper(first) && len(f) > size && w != "i" {
+		} else if i > 0 && unicode.IsUpper(first) && len(f) > size && !isI {
 			names++
 		}
 	}
@@ -128,17 +136,45 @@ func Importance(kind, text string) int {
 // and what follows it; an empty field when s holds none.
 func nextField(s string) (field, rest string) {
 	start := -1
-	for i, r := range s {
-		in := unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\''
+	for i := 0; i < len(s); {
+		var in bool
+		size := 1
+		if c := s[i]; c < utf8.RuneSelf {
+			in = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '\''
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			in = unicode.IsLetter(r) || unicode.IsDigit(r)
+		}
 		switch {
 		case in && start < 0:
 			start = i
 		case !in && start >= 0:
 			return s[start:i], s[i:]
 		}
+		i += size
 	}
 	if start < 0 {
 		return "", ""
 	}
 	return s[start:], ""
+}
+
+// lowerASCII writes the ASCII word w lower-cased into buf and returns it;
+// ok is false when w is not ASCII or is longer than buf.
+func lowerASCII(buf *[32]byte, w string) (low []byte, ok bool) {
+	if len(w) > len(buf) {
+		return nil, false
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= utf8.RuneSelf {
+			return nil, false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return buf[:len(w)], true
 }

@@ -64,7 +64,8 @@ func TestImportanceMatchesFieldsFunc(t *testing.T) {
 			pool = append(pool, w)
 		}
 	}
-	pool = append(pool, "Mara", "Tobin", "I", "my", "we", "our", "i'm", "42", "3rd", "'tis", "don't", "É", "ß", "İstanbul", "\xff", "’", "…", ",", "!", "?", "--", "\t", "\n")
+	pool = append(pool, "Mara", "Tobin", "I", "my", "we", "our", "i'm", "42", "3rd", "'tis", "don't", "É", "ß", "İstanbul", "\xff", "’", "…", ",", "!", "?", "--", "\t", "\n",
+		"PROMISED", "MuRdEr", "I'M", "supercalifragilisticexpialidociousness", "Supercalifragilisticexpialidocious'd")
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 30000; i++ {
 		var b strings.Builder
