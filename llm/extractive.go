@@ -100,23 +100,22 @@ func isASCII(s string) bool {
 // patterns' case folding is wider than lower-casing, go through the
 // patterns.
 func classifyLine(line string) int {
-	var m uint8
 	if isASCII(line) {
-		m = sectionWords.sections(line)
+		m := sectionWords.sections(line)
 		if strings.IndexByte(line, '?') >= 0 {
 			m |= 1 << secOpen
+		}
+		for _, p := range sectionPatterns {
+			if m&(1<<p.kind) != 0 {
+				return p.kind
+			}
 		}
 	} else {
 		low := strings.ToLower(line)
 		for _, p := range sectionPatterns {
 			if p.keys.may(low, false) && p.re.MatchString(line) {
-				m |= 1 << p.kind
+				return p.kind
 			}
-		}
-	}
-	for _, kind := range []int{secPromises, secDecisions, secProgress, secOpen} {
-		if m&(1<<kind) != 0 {
-			return kind
 		}
 	}
 	if strings.ContainsAny(line, "0123456789") || hasProperWord(line) || len(line) > 80 {
@@ -125,8 +124,8 @@ func classifyLine(line string) int {
 	return -1
 }
 
-// sectionPatterns are the patterns classifyLine tries, in order, on a line
-// that is not ASCII.
+// sectionPatterns are the sections of classifyLine, the first found
+// winning, with the patterns it tries on a line that is not ASCII.
 var sectionPatterns = []struct {
 	kind int
 	keys keys
@@ -154,8 +153,8 @@ func hasProperWord(s string) bool {
 
 // sectionWords holds the words and phrases of the section patterns
 // (promiseRe, decisionRe, progressRe and openRe but its question mark),
-// each spelled out: TestSectionWordsMatchThePatterns holds them to the
-// patterns.
+// each spelled out: TestClassifyLineKeywordsChangeNothing holds them to
+// the patterns.
 var sectionWords = newPhraseIndex(map[int][]string{
 	secPromises: {"promise", "promises", "promised", "owe", "owes", "owed", "debt", "pay", "repay", "swear", "swore", "vow", "deal",
 		"reward", "lend", "borrow", "in exchange", "will bring", "will fetch", "will make", "will repair", "i'll bring", "i'll make",
