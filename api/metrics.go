@@ -115,8 +115,10 @@ func NewMetrics() *Metrics {
 }
 
 // WatchIndexCache adds gauges of the memory search's in-memory index cache,
-// read at each scrape: npcd_index_cache_bytes, npcd_index_cache_limit_bytes
-// and npcd_index_cache_entries (NPCs with an index cached); and its
+// read at each scrape: npcd_index_cache_bytes, npcd_index_cache_limit_bytes,
+// npcd_index_cache_entries (NPCs with an index cached) and
+// npcd_index_cache_floored_npcs (NPCs whose index alone outgrew the budget,
+// their oldest messages left out of it); and its
 // counters npcd_index_cache_builds_total, npcd_index_cache_evictions_total
 // and npcd_index_cache_rebuilds_total.
 func (m *Metrics) WatchIndexCache(stats func() journal.CacheStats) {
@@ -127,6 +129,8 @@ func (m *Metrics) WatchIndexCache(stats func() journal.CacheStats) {
 			func() float64 { return float64(stats().Limit) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_index_cache_entries", Help: "NPCs whose search index is cached."},
 			func() float64 { return float64(stats().Entries) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_index_cache_floored_npcs", Help: "NPCs whose search index alone outgrew NPCD_INDEX_CACHE_MB, their oldest messages left out of it (found through their summaries and memories)."},
+			func() float64 { return float64(stats().Floored) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_index_cache_builds_total", Help: "Search indexes built from the database (an NPC's first search, or one after its index was dropped)."},
 			func() float64 { return float64(stats().Builds) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_index_cache_evictions_total", Help: "Search indexes dropped to keep the cache within NPCD_INDEX_CACHE_MB."},

@@ -17,3 +17,8 @@ var (
 // was deleted, maybe made again); the index is rebuilt and the search
 // retried once.
 var errReset = errors.New("journal: index reset")
+
+// errFloored tells a build that its index outgrew the cache's budget with
+// its vectors released: the NPC's floor rose (see floorFor), and the index
+// is built again above it.
+var errFloored = errors.New("journal: index floored")

@@ -106,6 +106,9 @@ type npcIndex struct {
 	// once it is empty (drained).
 	pendingMost, semTextMost int
 	lastMsg                  int64
+	// floor is the NPC's floor when the index was made: it holds no
+	// message or journal entry at or below it (see floorFor).
+	floor floorIDs
 	// histRev is the history revision the index holds every message of,
 	// when histKnown (see Appended).
 	histRev   int64
@@ -606,7 +609,11 @@ func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
 		cur = append(cur, m)
 		if len(cur) == loadChunk {
 			r.indexMessages(x, cur)
-			r.settle(x)
+			size := r.settle(x)
+			if floor, keep, ok := r.floorFor(x, size); ok {
+				rows.Close() // before outgrown's read, which may need its connection
+				return r.outgrown(ctx, x, floor, keep, size)
+			}
 			prev, cur = cur, prev[:0]
 		}
 	}
@@ -631,15 +638,16 @@ const loadChunk = 2048
 // where holding every text until a search would hold the NPC's whole
 // past), and, once it knows the embedder's dimensions (vectorDims), the
 // vectors of its oldest items released while it outgrows the cache's
-// budget (trimVectors), with their texts waiting for a vector.
-func (r *Retriever) settle(x *npcIndex) {
+// budget (trimVectors), with their texts waiting for a vector. It returns
+// x's size after.
+func (r *Retriever) settle(x *npcIndex) int64 {
 	x.ensureSemantic()
 	if x.dims == 0 {
 		if d := r.vectorDims(); d > 0 {
 			x.setDims(d)
 		}
 	}
-	r.trim(x, x.bytes())
+	return r.trim(x, x.bytes())
 }
 
 // msg is a searchable message to index: read from the database, its event

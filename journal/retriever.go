@@ -108,6 +108,14 @@ type Retriever struct {
 	sweepAt                     int // the size of evicted at which old ones are forgotten
 	warnedAt                    time.Time
 	unwarned                    int64
+
+	// floors holds, for each NPC whose index alone outgrew the budget
+	// with its vectors released, the ids at or below which its messages
+	// and journal entries are left out of its index (see floorFor);
+	// guarded by floorMu, which an index's build takes while it holds
+	// the index.
+	floorMu sync.Mutex
+	floors  map[string]floorIDs
 }
 
 // thrashWindow is how soon after its eviction an index built again counts
@@ -313,10 +321,12 @@ func WithEmbedder(e llm.Embedder, model string) Option {
 	}
 }
 
-// WithCacheBytes bounds the memory the decoded vectors of all NPCs may
+// WithCacheBytes bounds the memory the in-memory indexes of all NPCs may
 // hold (default 128 MiB); least recently searched NPCs are dropped first.
-// The NPC being searched is always kept, so one NPC larger than the budget
-// still works, alone. It must be positive.
+// The NPC being searched is always kept. An index that alone outgrows the
+// budget first releases the vectors of its oldest rows (trimVectors), then
+// leaves its oldest messages out (floorFor), so that one NPC's index stays
+// within the budget however long it lives. It must be positive.
 func WithCacheBytes(n int64) Option {
 	return func(r *Retriever) error {
 		if n <= 0 {
@@ -421,6 +431,10 @@ type CacheStats struct {
 	// small for the NPCs being searched: each costs a whole index build,
 	// reading the NPC's past from the database.
 	Builds, Evictions, Rebuilds int64
+	// Floored counts the NPCs whose index alone outgrew the budget with
+	// the vectors of its oldest rows released, and whose oldest messages
+	// are therefore left out of it (see WithCacheBytes).
+	Floored int
 }
 
 // CacheStats reports the cache's size, for metrics.
@@ -431,6 +445,9 @@ func (r *Retriever) CacheStats() CacheStats {
 	for _, x := range r.npcs {
 		st.Bytes += x.sizeHint
 	}
+	r.floorMu.Lock()
+	st.Floored = len(r.floors)
+	r.floorMu.Unlock()
 	return st
 }
 
@@ -441,8 +458,11 @@ func (r *Retriever) Forget(id string) { r.forget(id) }
 
 func (r *Retriever) forget(id string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.remove(id)
+	r.mu.Unlock()
+	r.floorMu.Lock()
+	delete(r.floors, id)
+	r.floorMu.Unlock()
 }
 
 // remove drops NPC id's index from the cache; r.mu must be held.
@@ -461,6 +481,8 @@ func (r *Retriever) acquire(ctx context.Context, id string) (*npcIndex, error) {
 		x, ok := r.npcs[id]
 		if !ok {
 			x = newIndex(id)
+			x.floor = r.floor(id)
+			x.lastMsg, x.lastEntry = x.floor.msg, x.floor.entry
 			x.wv = r.words
 			x.rows.limit = rowLimit(r.cfg.cacheBytes)
 			x.builtAt = time.Now()
@@ -476,6 +498,11 @@ func (r *Retriever) acquire(ctx context.Context, id string) (*npcIndex, error) {
 			continue
 		}
 		err := r.refresh(ctx, x)
+		if errors.Is(err, errFloored) { // the floor only rises: this ends
+			x.mu.Unlock()
+			r.drop(id, x)
+			continue
+		}
 		if errors.Is(err, errReset) && attempt == 0 {
 			x.mu.Unlock()
 			r.drop(id, x)
@@ -576,9 +603,20 @@ func (r *Retriever) release(x *npcIndex) {
 	if x.dims > 0 {
 		r.dims.CompareAndSwap(0, int64(x.dims))
 	}
+	floor, keep, floored := r.floorFor(x, size)
+	if floored {
+		r.raiseFloor(x, floor, keep, size)
+	}
 	x.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if floored {
+		// The NPC's next search builds its index again, above the floor.
+		if r.npcs[x.npc] == x {
+			r.remove(x.npc)
+		}
+		return
+	}
 	if r.npcs[x.npc] == x {
 		r.cached += size - x.sizeHint
 	}
