@@ -458,20 +458,9 @@ func TestIndexBytesCountItsHeap(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
-	words := []string{"sword", "forge", "alice", "gold", "owes", "ale", "inn", "wolves", "north", "road", "mill", "night", "blade",
-		"silver", "horse", "cart", "bread", "baker", "guard", "captain", "river", "bridge", "toll", "coin", "debt"}
 	e.npc(t, "a", t0)
 	for range 12 {
-		texts := make([]string, 1000)
-		for i := range texts {
-			var b strings.Builder
-			fmt.Fprintf(&b, "[2026-11-21 10:%02d] npc%d says: \"", i%60, rng.IntN(300))
-			for range 12 + rng.IntN(20) {
-				fmt.Fprintf(&b, "%s%d ", words[rng.IntN(len(words))], rng.IntN(50))
-			}
-			texts[i] = b.String() + "\""
-		}
-		e.say(t, "a", t0, texts, nil)
+		e.say(t, "a", t0, chatter(rng, 1000), nil)
 	}
 	r := e.retriever(t, WithCacheBytes(1<<30))
 	heap, counted := indexHeap(t, e, r, func() {

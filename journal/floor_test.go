@@ -2,28 +2,10 @@ package journal
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 )
-
-// chatter returns n perceived lines of random words, none of which is a
-// word of the planted fact.
-func chatter(rng *rand.Rand, n int) []string {
-	words := []string{"sword", "forge", "alice", "gold", "owes", "ale", "inn", "wolves", "north", "road", "mill", "night", "blade",
-		"silver", "horse", "cart", "bread", "baker", "guard", "captain", "river", "bridge", "toll", "coin", "debt"}
-	texts := make([]string, n)
-	for i := range texts {
-		var b strings.Builder
-		fmt.Fprintf(&b, "[2026-11-21 10:%02d] npc%d says: \"", i%60, rng.IntN(300))
-		for range 12 + rng.IntN(20) {
-			fmt.Fprintf(&b, "%s%d ", words[rng.IntN(len(words))], rng.IntN(50))
-		}
-		texts[i] = b.String() + "\""
-	}
-	return texts
-}
 
 // An NPC whose index alone outgrows the cache's budget, its vectors
 // released, leaves its oldest messages out of it: the index stays within
