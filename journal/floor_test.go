@@ -2,9 +2,14 @@ package journal
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/llm"
 )
 
 // An NPC whose index alone outgrows the cache's budget, its vectors
@@ -151,5 +156,63 @@ func TestIndexFloorDropsEntriesAfterMessages(t *testing.T) {
 	}
 	if got := r.CacheStats().Builds; got != builds || r.floor("a") != f {
 		t.Fatalf("after 60 more messages: %d builds (was %d), floor %+v (was %+v); want neither changed", got, builds, r.floor("a"), f)
+	}
+}
+
+// Searches of a floored NPC running beside its new messages and Forget
+// keep the index consistent (run with -race): none fails, and once they
+// end the index is within its budget.
+func TestIndexFloorUnderConcurrentSearches(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 8))
+	e.npc(t, "a", t0)
+	for range 6 {
+		e.say(t, "a", t0, chatter(rng, 1000), nil)
+	}
+	const limit = 1 << 20
+	r := e.retriever(t, WithCacheBytes(limit))
+	more := chatter(rng, 3000)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				if _, err := r.Search(ctx, "a", fmt.Sprintf("sword%d forge", (w+i)%50), 5); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 6 {
+			msgs := make([]*character.Message, 500)
+			for j := range msgs {
+				msgs[j] = &character.Message{Role: llm.RoleUser, Content: more[i*500+j], GameTime: t0, Turn: int64(j + 1)}
+			}
+			if err := e.chars.AppendMessages(ctx, "a", msgs, llm.NewCounter(""), 0); err != nil {
+				errs <- err
+				return
+			}
+			if i == 3 {
+				r.Forget("a")
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if _, err := r.Search(ctx, "a", "sword forge", 5); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.CacheStats(); st.Floored != 1 || st.Bytes > limit {
+		t.Fatalf("%d NPCs floored, index %d bytes; want 1, within %d", st.Floored, st.Bytes, limit)
 	}
 }
