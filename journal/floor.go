@@ -2,7 +2,9 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/npcd/npcd/character"
 )
@@ -15,7 +17,10 @@ import (
 // released, its oldest rows leave it: the NPC gets a floor, an id for
 // messages and one for journal entries at or below which they are not
 // indexed, chosen so that the index comes back to three quarters of the
-// budget, messages first, and its index is built again above the floor.
+// budget, messages first, and its index is built again above the floor,
+// beside the one in use, which goes on serving the NPC's searches until the
+// new one takes its place (rebuild): no search waits for that build, and
+// for its length both are held.
 // Those rows stay in the database (aihistory shows them); a search finds
 // what old messages said through the NPC's journal entries (its
 // compactions' summaries among them) and memories, no longer word for
@@ -154,3 +159,52 @@ func (r *Retriever) outgrown(ctx context.Context, x *npcIndex, f floorIDs, keep 
 const keptFloorSQL = `SELECT id FROM messages
 	WHERE character_id = ? AND state IN (?, ?) AND id > ? AND summary = ? AND content <> '' AND role IN (?, ?, ?)
 	ORDER BY id DESC LIMIT 1 OFFSET ?`
+
+// rebuild builds the index of old's NPC again above its floor, beside old,
+// which goes on serving the NPC's searches meanwhile, and puts it in old's
+// place in the cache, unless old left the cache meanwhile (evicted,
+// forgotten). A build that fails leaves old in use, to try again at a
+// later search.
+func (r *Retriever) rebuild(old *npcIndex) {
+	defer r.building.Done()
+	if r.beforeRebuild != nil {
+		r.beforeRebuild()
+	}
+	ctx := context.Background()
+	y := r.newIndex(old.npc)
+	y.mu.Lock()
+	err := r.refresh(ctx, y)
+	for errors.Is(err, errFloored) { // the floor only rises: this ends
+		y.mu.Unlock()
+		y = r.newIndex(old.npc)
+		y.mu.Lock()
+		err = r.refresh(ctx, y)
+	}
+	if err != nil {
+		y.mu.Unlock()
+		r.log.Warn().Err(err).Str("npc", old.npc).Msg("a search index over its budget was not built again above its floor; the one in use stays")
+		old.mu.Lock()
+		old.rebuilding = false
+		old.mu.Unlock()
+		return
+	}
+	// What the first search of y would make, made here: the sentence
+	// vectors and the vectors its rows wait for (all of them with a local
+	// embedder), so that y holds no texts waiting when it takes old's
+	// place, nor makes that search pay for them.
+	y.ensureSemantic()
+	if _, err := r.embedPending(ctx, y, "", r.cfg.maxEmbed); err != nil {
+		r.log.Warn().Err(err).Str("npc", old.npc).Msg("search index built again above its floor without the vectors of its newest rows; the next searches make them")
+	}
+	size := r.trim(y, y.bytes())
+	y.sizeHint, y.usedHint = size, time.Now()
+	y.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.npcs[old.npc] != old {
+		return
+	}
+	r.npcs[old.npc] = y
+	r.cached += size - old.sizeHint
+	r.builds++
+}

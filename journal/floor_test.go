@@ -53,6 +53,7 @@ func TestIndexFloorKeepsOneNPCWithinTheBudget(t *testing.T) {
 	if message || !entry {
 		t.Fatalf("past its budget, the search found the first message: %v, the journal entry: %v; want false, true", message, entry)
 	}
+	r.building.Wait()
 	st := r.CacheStats()
 	if st.Floored != 1 || st.Bytes > limit {
 		t.Fatalf("after the first search: %d NPCs floored, index %d bytes; want 1, at most %d", st.Floored, st.Bytes, limit)
@@ -75,6 +76,7 @@ func TestIndexFloorKeepsOneNPCWithinTheBudget(t *testing.T) {
 		if _, err := r.Search(ctx, "a", "sword forge", 5); err != nil {
 			t.Fatal(err)
 		}
+		r.building.Wait()
 		if st := r.CacheStats(); st.Bytes > limit {
 			t.Fatalf("the index holds %d bytes, over its budget of %d", st.Bytes, limit)
 		}
@@ -128,10 +130,8 @@ func TestIndexFloorDropsEntriesAfterMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first search found the index over its budget and floored it;
-	// the second builds it above the floor.
-	if _, err := r.Search(ctx, "a", "sword forge", 5); err != nil {
-		t.Fatal(err)
-	}
+	// a build beside it put a new one above the floor in its place.
+	r.building.Wait()
 	f := r.floor("a")
 	x, err := r.acquire(ctx, "a")
 	if err != nil {
@@ -153,6 +153,7 @@ func TestIndexFloorDropsEntriesAfterMessages(t *testing.T) {
 		if _, err := r.Search(ctx, "a", "sword forge", 5); err != nil {
 			t.Fatal(err)
 		}
+		r.building.Wait()
 	}
 	if got := r.CacheStats().Builds; got != builds || r.floor("a") != f {
 		t.Fatalf("after 60 more messages: %d builds (was %d), floor %+v (was %+v); want neither changed", got, builds, r.floor("a"), f)
@@ -212,7 +213,72 @@ func TestIndexFloorUnderConcurrentSearches(t *testing.T) {
 	if _, err := r.Search(ctx, "a", "sword forge", 5); err != nil {
 		t.Fatal(err)
 	}
+	r.building.Wait()
 	if st := r.CacheStats(); st.Floored != 1 || st.Bytes > limit {
 		t.Fatalf("%d NPCs floored, index %d bytes; want 1, within %d", st.Floored, st.Bytes, limit)
+	}
+}
+
+// A floored index is built again beside the one in use: meanwhile the
+// NPC's searches go on with the old index, waiting for no build, and the
+// new one takes its place once built.
+func TestIndexFloorBuildsAgainBeside(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(9, 10))
+	e.npc(t, "a", t0)
+	for range 6 {
+		e.say(t, "a", t0, chatter(rng, 1000), nil)
+	}
+	const limit = 1 << 20
+	r := e.retriever(t, WithCacheBytes(limit))
+	if _, err := r.Search(ctx, "a", "sword forge", 5); err != nil {
+		t.Fatal(err)
+	}
+	r.building.Wait()
+	floor := r.floor("a").msg
+	cached := func() *npcIndex {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.npcs["a"]
+	}
+	started, gate := make(chan struct{}, 1), make(chan struct{})
+	r.beforeRebuild = func() {
+		started <- struct{}{}
+		<-gate
+	}
+	e.say(t, "a", t0, chatter(rng, 2000), nil)
+	if _, err := r.Search(ctx, "a", "sword forge", 5); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	old, builds := cached(), r.CacheStats().Builds
+	newest := e.say(t, "a", t0, []string{"Wren says: \"The heron statue faces the lighthouse.\""}, nil)[0]
+	for range 3 {
+		rs, err := r.Search(ctx, "a", "heron statue lighthouse", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) == 0 || rs[0].ID != newest {
+			t.Fatalf("while the index is built again: %+v, want the newest message %d first", rs, newest)
+		}
+	}
+	if cached() != old || r.CacheStats().Builds != builds {
+		t.Fatal("the searches during the build did not use the index in use")
+	}
+	close(gate)
+	r.building.Wait()
+	if cached() == old || r.CacheStats().Builds != builds+1 || r.floor("a").msg <= floor {
+		t.Fatalf("after the build: index replaced %v, builds %d (was %d), floor %d (was %d)", cached() != old, r.CacheStats().Builds, builds, r.floor("a").msg, floor)
+	}
+	rs, err := r.Search(ctx, "a", "heron statue lighthouse", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 || rs[0].ID != newest {
+		t.Fatalf("after the build: %+v, want the newest message %d first", rs, newest)
+	}
+	if st := r.CacheStats(); st.Bytes > limit {
+		t.Fatalf("the new index holds %d bytes, over its budget of %d", st.Bytes, limit)
 	}
 }

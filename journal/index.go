@@ -107,8 +107,11 @@ type npcIndex struct {
 	pendingMost, semTextMost int
 	lastMsg                  int64
 	// floor is the NPC's floor when the index was made: it holds no
-	// message or journal entry at or below it (see floorFor).
-	floor floorIDs
+	// message or journal entry at or below it (see floorFor). rebuilding
+	// is set once a new index of the NPC is being built above a higher
+	// floor, to take this one's place (rebuild).
+	floor      floorIDs
+	rebuilding bool
 	// histRev is the history revision the index holds every message of,
 	// when histKnown (see Appended).
 	histRev   int64

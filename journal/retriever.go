@@ -116,6 +116,10 @@ type Retriever struct {
 	// the index.
 	floorMu sync.Mutex
 	floors  map[string]floorIDs
+	// building counts the indexes being built again above a new floor
+	// (rebuild); beforeRebuild, when set (by tests), runs as each begins.
+	building      sync.WaitGroup
+	beforeRebuild func()
 }
 
 // thrashWindow is how soon after its eviction an index built again counts
@@ -480,12 +484,7 @@ func (r *Retriever) acquire(ctx context.Context, id string) (*npcIndex, error) {
 		r.mu.Lock()
 		x, ok := r.npcs[id]
 		if !ok {
-			x = newIndex(id)
-			x.floor = r.floor(id)
-			x.lastMsg, x.lastEntry = x.floor.msg, x.floor.entry
-			x.wv = r.words
-			x.rows.limit = rowLimit(r.cfg.cacheBytes)
-			x.builtAt = time.Now()
+			x = r.newIndex(id)
 			r.npcs[id] = x
 			r.built(id, x.builtAt)
 		}
@@ -514,6 +513,17 @@ func (r *Retriever) acquire(ctx context.Context, id string) (*npcIndex, error) {
 		}
 		return x, nil
 	}
+}
+
+// newIndex makes an empty index of NPC id, above its floor.
+func (r *Retriever) newIndex(id string) *npcIndex {
+	x := newIndex(id)
+	x.floor = r.floor(id)
+	x.lastMsg, x.lastEntry = x.floor.msg, x.floor.entry
+	x.wv = r.words
+	x.rows.limit = rowLimit(r.cfg.cacheBytes)
+	x.builtAt = time.Now()
+	return x
 }
 
 // built counts the build of NPC id's index, and a rebuild if the index
@@ -603,20 +613,22 @@ func (r *Retriever) release(x *npcIndex) {
 	if x.dims > 0 {
 		r.dims.CompareAndSwap(0, int64(x.dims))
 	}
-	floor, keep, floored := r.floorFor(x, size)
-	if floored {
-		r.raiseFloor(x, floor, keep, size)
+	// An index over the budget with its vectors released is built again
+	// above a higher floor, beside it, once (rebuild).
+	rebuild := false
+	if !x.rebuilding {
+		if floor, keep, ok := r.floorFor(x, size); ok {
+			r.raiseFloor(x, floor, keep, size)
+			x.rebuilding, rebuild = true, true
+		}
 	}
 	x.mu.Unlock()
+	if rebuild {
+		r.building.Add(1)
+		go r.rebuild(x)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if floored {
-		// The NPC's next search builds its index again, above the floor.
-		if r.npcs[x.npc] == x {
-			r.remove(x.npc)
-		}
-		return
-	}
 	if r.npcs[x.npc] == x {
 		r.cached += size - x.sizeHint
 	}
