@@ -455,13 +455,8 @@ func TestScratchListIsBounded(t *testing.T) {
 // which keep the room of the most they held, are made anew once a build
 // has drained them.
 func TestIndexBytesCountItsHeap(t *testing.T) {
-	e := newEnv(t)
+	e, _ := chattyNPC(t, 1, 12)
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(1, 2))
-	e.npc(t, "a", t0)
-	for range 12 {
-		e.say(t, "a", t0, chatter(rng, 1000), nil)
-	}
 	r := e.retriever(t, WithCacheBytes(1<<30))
 	heap, counted := indexHeap(t, e, r, func() {
 		if _, err := r.Search(ctx, "a", "sword forge alice", 5); err != nil {

@@ -164,13 +164,8 @@ func TestIndexFloorDropsEntriesAfterMessages(t *testing.T) {
 // keep the index consistent (run with -race): none fails, and once they
 // end the index is within its budget.
 func TestIndexFloorUnderConcurrentSearches(t *testing.T) {
-	e := newEnv(t)
+	e, rng := chattyNPC(t, 7, 6)
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(7, 8))
-	e.npc(t, "a", t0)
-	for range 6 {
-		e.say(t, "a", t0, chatter(rng, 1000), nil)
-	}
 	const limit = 1 << 20
 	r := e.retriever(t, WithCacheBytes(limit))
 	more := chatter(rng, 3000)
@@ -223,13 +218,8 @@ func TestIndexFloorUnderConcurrentSearches(t *testing.T) {
 // NPC's searches go on with the old index, waiting for no build, and the
 // new one takes its place once built.
 func TestIndexFloorBuildsAgainBeside(t *testing.T) {
-	e := newEnv(t)
+	e, rng := chattyNPC(t, 9, 6)
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(9, 10))
-	e.npc(t, "a", t0)
-	for range 6 {
-		e.say(t, "a", t0, chatter(rng, 1000), nil)
-	}
 	const limit = 1 << 20
 	r := e.retriever(t, WithCacheBytes(limit))
 	if _, err := r.Search(ctx, "a", "sword forge", 5); err != nil {

@@ -114,3 +114,17 @@ func chatter(rng *rand.Rand, n int) []string {
 	}
 	return texts
 }
+
+// chattyNPC returns a new environment whose NPC "a" has perceived n
+// thousand lines of chatter, and the random source that made them (seeded
+// with seed and seed+1).
+func chattyNPC(t *testing.T, seed uint64, n int) (*testEnv, *rand.Rand) {
+	t.Helper()
+	e := newEnv(t)
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	e.npc(t, "a", t0)
+	for range n {
+		e.say(t, "a", t0, chatter(rng, 1000), nil)
+	}
+	return e, rng
+}
