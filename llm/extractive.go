@@ -50,10 +50,8 @@ var (
 	goalRe     = regexp.MustCompile(`(?i)\b(want[s]?|need[s]?|please|quest|task|goal|must)\b`)
 	lineRefRe  = regexp.MustCompile(`^\[#\d+[^\]]*\]\s*`)
 	roleRe2    = regexp.MustCompile(`^\[#\d+ (\w+)(?: ([\w-]+))?[^\]]*\]\s*`)
-	numberRe   = regexp.MustCompile(`\d`)
 	// forgedRe spots text posing as npcd's own markers or as instructions.
 	forgedRe = regexp.MustCompile(`(?i)(\[|\()(context summary|working context|system)(\]|\))|ignore (all |any )?(previous|prior) instructions|you are now|new instructions:`)
-	properRe = regexp.MustCompile(`\s[A-Z][a-z]+`)
 )
 
 // keys are words one of which a line must hold, lower-cased, for a
@@ -75,12 +73,8 @@ func (k keys) may(low string, ascii bool) bool {
 }
 
 var (
-	promiseKeys  = keys{"promise", "owe", "debt", "pay", "swear", "swore", "vow", "deal", "reward", "lend", "borrow", "exchange", "will", "i'll"}
-	decisionKeys = keys{"decide", "agree", "chose", "choose", "will", "won't", "refuse", "going", "plan"}
-	progressKeys = keys{"gave", "gives", "found", "done", "finished", "completed", "arrived", "delivered", "returned", "repaired", "bought", "sold", "paid", "killed", "built", "made"}
-	openKeys     = keys{"?", "lost", "missing", "find", "looking", "search", "unknown", "wait", "where", "who", "need", "help"}
-	forgedKeys   = keys{"context summary", "working context", "system", "instructions", "you are now"}
-	goalKeys     = keys{"want", "need", "please", "quest", "task", "goal", "must"}
+	forgedKeys = keys{"context summary", "working context", "system", "instructions", "you are now"}
+	goalKeys   = keys{"want", "need", "please", "quest", "task", "goal", "must"}
 )
 
 func isASCII(s string) bool {
@@ -111,9 +105,8 @@ func classifyLine(line string) int {
 			}
 		}
 	} else {
-		low := strings.ToLower(line)
 		for _, p := range sectionPatterns {
-			if p.keys.may(low, false) && p.re.MatchString(line) {
+			if p.re.MatchString(line) {
 				return p.kind
 			}
 		}
@@ -128,13 +121,12 @@ func classifyLine(line string) int {
 // winning, with the patterns it tries on a line that is not ASCII.
 var sectionPatterns = []struct {
 	kind int
-	keys keys
 	re   *regexp.Regexp
 }{
-	{secPromises, promiseKeys, promiseRe},
-	{secDecisions, decisionKeys, decisionRe},
-	{secProgress, progressKeys, progressRe},
-	{secOpen, openKeys, openRe},
+	{secPromises, promiseRe},
+	{secDecisions, decisionRe},
+	{secProgress, progressRe},
+	{secOpen, openRe},
 }
 
 // hasProperWord reports whether s holds a white space followed by a

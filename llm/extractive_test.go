@@ -2,11 +2,19 @@ package llm
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// classifyLineSlow is classifyLine without the keyword test.
+// numberRe and properRe are what classifyLine's digit and capitalized-word
+// tests (hasProperWord) stand for.
+var (
+	numberRe = regexp.MustCompile(`\d`)
+	properRe = regexp.MustCompile(`\s[A-Z][a-z]+`)
+)
+
+// classifyLineSlow is classifyLine by its patterns alone.
 func classifyLineSlow(line string) int {
 	switch {
 	case promiseRe.MatchString(line):
@@ -26,8 +34,8 @@ func classifyLineSlow(line string) int {
 // classifyLine gives the sections the patterns alone give, on lines made of
 // every pattern's words and of words that touch them, in any case, with and
 // without non-ASCII letters: its word reading of ASCII lines
-// (sectionWords) finds what the patterns find, and its keyword test only
-// skips patterns that cannot match the others.
+// (sectionWords) finds what the patterns find, and other lines go through
+// the patterns themselves.
 func TestClassifyLineKeywordsChangeNothing(t *testing.T) {
 	words := []string{"promised", "OWES", "debt", "repay", "swore", "Vow", "deal", "reward", "lend", "borrow", "in exchange", "will bring",
 		"will fetch", "I'll get", "i'll fix", "decided", "AGREES", "chose", "choose", "will not", "won't", "refused", "going to", "planned to",
