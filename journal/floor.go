@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/npcd/npcd/character"
 )
 
 // An index's floor. The cache's budget (WithCacheBytes) bounds the indexes
@@ -128,13 +126,7 @@ func (r *Retriever) raiseFloor(x *npcIndex, f floorIDs, keep int, size int64) {
 // newest keep messages of all the NPC has, read from the database. It
 // returns errFloored, for the build to start again above it.
 func (r *Retriever) outgrown(ctx context.Context, x *npcIndex, f floorIDs, keep int, size int64) error {
-	args := make([]any, 0, 6+len(searchableRoles))
-	args = append(args, x.npc, character.StateLive, character.StateArchived, f.msg, false)
-	for _, role := range searchableRoles {
-		args = append(args, role)
-	}
-	args = append(args, keep)
-	rows, err := r.store.hotQuery(ctx, keptFloorSQL, args...)
+	rows, err := r.store.hotQuery(ctx, keptFloorSQL, searchableArgs(x.npc, f.msg, keep)...)
 	if err != nil {
 		return fmt.Errorf("index messages of %q: floor: %w", x.npc, err)
 	}
@@ -156,9 +148,7 @@ func (r *Retriever) outgrown(ctx context.Context, x *npcIndex, f floorIDs, keep 
 // keptFloorSQL reads the id of the newest searchable message of an NPC
 // above an id that is not among the newest n of them (the last argument):
 // the floor that keeps those n.
-const keptFloorSQL = `SELECT id FROM messages
-	WHERE character_id = ? AND state IN (?, ?) AND id > ? AND summary = ? AND content <> '' AND role IN (?, ?, ?)
-	ORDER BY id DESC LIMIT 1 OFFSET ?`
+const keptFloorSQL = `SELECT id FROM messages WHERE ` + searchableAbove + ` ORDER BY id DESC LIMIT 1 OFFSET ?`
 
 // rebuild builds the index of old's NPC again above its floor, beside old,
 // which goes on serving the NPC's searches meanwhile, and puts it in old's
@@ -171,14 +161,15 @@ func (r *Retriever) rebuild(old *npcIndex) {
 		r.beforeRebuild()
 	}
 	ctx := context.Background()
-	y := r.newIndex(old.npc)
-	y.mu.Lock()
-	err := r.refresh(ctx, y)
-	for errors.Is(err, errFloored) { // the floor only rises: this ends
-		y.mu.Unlock()
+	var y *npcIndex
+	var err error
+	for {
 		y = r.newIndex(old.npc)
 		y.mu.Lock()
-		err = r.refresh(ctx, y)
+		if err = r.refresh(ctx, y); !errors.Is(err, errFloored) {
+			break
+		}
+		y.mu.Unlock() // the floor rose: this ends, as it only rises
 	}
 	if err != nil {
 		y.mu.Unlock()

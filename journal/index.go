@@ -580,23 +580,31 @@ const marksSQL = `SELECT characters.game_time, characters.history_rev,
 // store.TimeText).
 var marksSQLite = store.TimesAsText(marksSQL, "characters.game_time", "entries.game_time")
 
-// newMessagesSQL reads an NPC's searchable messages above an id. state IN
-// (...) lets SQLite seek the (character_id, state, id) index for both
-// states instead of walking every row of the NPC.
-const newMessagesSQL = `SELECT id, role, content, game_time, event_refs FROM messages
-	WHERE character_id = ? AND state IN (?, ?) AND id > ? AND summary = ? AND content <> '' AND role IN (?, ?, ?) ORDER BY id`
+// searchableAbove selects an NPC's searchable messages above an id, with
+// searchableArgs. state IN (...) lets SQLite seek the (character_id,
+// state, id) index for both states instead of walking every row of the NPC.
+const searchableAbove = `character_id = ? AND state IN (?, ?) AND id > ? AND summary = ? AND content <> '' AND role IN (?, ?, ?)`
+
+// searchableArgs returns the arguments of searchableAbove for NPC npc's
+// messages above id, followed by more.
+func searchableArgs(npc string, id int64, more ...any) []any {
+	args := make([]any, 0, 5+len(searchableRoles)+len(more))
+	args = append(args, npc, character.StateLive, character.StateArchived, id, false)
+	for _, role := range searchableRoles {
+		args = append(args, role)
+	}
+	return append(args, more...)
+}
+
+// newMessagesSQL reads an NPC's searchable messages above an id.
+const newMessagesSQL = `SELECT id, role, content, game_time, event_refs FROM messages WHERE ` + searchableAbove + ` ORDER BY id`
 
 // newMessagesSQLite is newMessagesSQL on SQLite, the time read as text (see
 // store.TimeText).
 var newMessagesSQLite = store.TimesAsText(newMessagesSQL, "game_time")
 
 func (r *Retriever) loadMessages(ctx context.Context, x *npcIndex) error {
-	args := make([]any, 0, 4+len(searchableRoles))
-	args = append(args, x.npc, character.StateLive, character.StateArchived, x.lastMsg, false)
-	for _, role := range searchableRoles {
-		args = append(args, role)
-	}
-	rows, err := r.store.hotQuery(ctx, r.store.sqliteText(newMessagesSQLite, newMessagesSQL), args...)
+	rows, err := r.store.hotQuery(ctx, r.store.sqliteText(newMessagesSQLite, newMessagesSQL), searchableArgs(x.npc, x.lastMsg)...)
 	if err != nil {
 		return fmt.Errorf("index messages of %q: %w", x.npc, err)
 	}
