@@ -1,12 +1,15 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/llm"
@@ -48,7 +51,8 @@ func TestIndexFloorKeepsOneNPCWithinTheBudget(t *testing.T) {
 	}
 
 	const limit = 2 << 20
-	r := e.retriever(t, WithCacheBytes(limit))
+	var logged bytes.Buffer
+	r := e.retriever(t, WithCacheBytes(limit), WithLogger(zerolog.New(&logged).Level(zerolog.InfoLevel)))
 	message, entry := found(r)
 	if message || !entry {
 		t.Fatalf("past its budget, the search found the first message: %v, the journal entry: %v; want false, true", message, entry)
@@ -83,6 +87,10 @@ func TestIndexFloorKeepsOneNPCWithinTheBudget(t *testing.T) {
 	}
 	if r.floor("a").msg <= floor {
 		t.Fatalf("floor %d did not rise from %d as the NPC lived on", r.floor("a").msg, floor)
+	}
+	// Warned once, though the floor rose more than once.
+	if n := strings.Count(logged.String(), "are left out of it"); n != 1 {
+		t.Fatalf("%d warnings of a floor, want 1:\n%s", n, logged.String())
 	}
 	newest := e.say(t, "a", t0, []string{"Wren says: \"The heron statue faces the lighthouse.\""}, nil)[0]
 	rs, err := r.Search(ctx, "a", "heron statue lighthouse", 3)
