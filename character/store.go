@@ -962,13 +962,7 @@ func (s *Store) AppendMessages(ctx context.Context, id string, msgs []*Message, 
 	if err != nil || d.Zero() {
 		return err
 	}
-	err = s.q(ctx).Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
-		"live_tokens":    gorm.Expr("live_tokens + ?", d.LiveTokens),
-		"summary_tokens": gorm.Expr("summary_tokens + ?", d.SummaryTokens),
-		"live_messages":  gorm.Expr("live_messages + ?", d.LiveMessages),
-		"history_rev":    newRev(),
-	}).Error
-	if err != nil {
+	if err := s.q(ctx).Model(&Character{}).Where("id = ?", id).UpdateColumns(d.Columns()).Error; err != nil {
 		return fmt.Errorf("update totals of %q: %w", id, err)
 	}
 	return nil
@@ -977,15 +971,44 @@ func (s *Store) AppendMessages(ctx context.Context, id string, msgs []*Message, 
 // measuredSQL stores a tool result's token counts (SQLite).
 const measuredSQL = "UPDATE `messages` SET `tokens`=?,`view_tokens`=?,`mask_tokens`=?,`offloaded`=? WHERE id = ?"
 
-// HistoryDelta is what inserted messages add to an NPC's running totals.
-// Appended is set when any message was inserted.
+// HistoryDelta is what inserted messages add to an NPC's running totals
+// (InsertMessages), or archived ones take from them (ArchiveMessages,
+// negative then, with ArchivedMessages). Appended is set when any message
+// was inserted or archived.
 type HistoryDelta struct {
 	LiveTokens, SummaryTokens, LiveMessages int
+	ArchivedMessages                        int
 	Appended                                bool
 }
 
-// Zero reports whether no message was inserted.
+// Zero reports whether no message was inserted or archived.
 func (d HistoryDelta) Zero() bool { return !d.Appended }
+
+// Add returns d and e together.
+func (d HistoryDelta) Add(e HistoryDelta) HistoryDelta {
+	return HistoryDelta{LiveTokens: d.LiveTokens + e.LiveTokens, SummaryTokens: d.SummaryTokens + e.SummaryTokens,
+		LiveMessages: d.LiveMessages + e.LiveMessages, ArchivedMessages: d.ArchivedMessages + e.ArchivedMessages,
+		Appended: d.Appended || e.Appended}
+}
+
+// Columns returns the update of an NPC's row (for UpdateState or
+// UpdateStateReturning) that adds d to its running totals and moves its
+// history revision on; none when d is zero.
+func (d HistoryDelta) Columns() map[string]any {
+	if d.Zero() {
+		return map[string]any{}
+	}
+	cols := map[string]any{
+		"live_tokens":    gorm.Expr("live_tokens + ?", d.LiveTokens),
+		"summary_tokens": gorm.Expr("summary_tokens + ?", d.SummaryTokens),
+		"live_messages":  gorm.Expr("live_messages + ?", d.LiveMessages),
+		"history_rev":    newRev(),
+	}
+	if d.ArchivedMessages != 0 {
+		cols["archived_messages"] = gorm.Expr("archived_messages + ?", d.ArchivedMessages)
+	}
+	return cols
+}
 
 // InsertMessages is AppendMessages without the update of the NPC's row: it
 // returns what the running totals must gain, for the caller to add with
@@ -1346,10 +1369,38 @@ func (s *Store) Archive(ctx context.Context, id string, ids []int64, compactionI
 }
 
 func (s *Store) archive(ctx context.Context, db *gorm.DB, id string, ids []int64, compactionID *int64) error {
+	d, err := s.archiveRows(ctx, db, id, ids, compactionID)
+	if err != nil {
+		return err
+	}
+	if err := db.Model(&Character{}).Where("id = ?", id).UpdateColumns(d.Columns()).Error; err != nil {
+		return fmt.Errorf("archive messages of %q: %w", id, err)
+	}
+	return nil
+}
+
+// ArchiveMessages is Archive without the update of the NPC's row, inside
+// the caller's transaction (WithTx): it returns what the running totals
+// lose, for the caller to write with the rest of its changes to the row
+// (HistoryDelta.Add, HistoryDelta.Columns) in the same transaction. Until
+// then the totals and the history revision are stale.
+func (s *Store) ArchiveMessages(ctx context.Context, id string, ids []int64, compactionID *int64) (HistoryDelta, error) {
+	if !s.inTx {
+		return HistoryDelta{}, fmt.Errorf("archive messages of %q: outside a transaction", id)
+	}
+	if len(ids) == 0 {
+		return HistoryDelta{}, nil
+	}
+	return s.archiveRows(ctx, s.q(ctx), id, ids, compactionID)
+}
+
+// archiveRows archives ids (see Archive) and returns what the NPC's
+// running totals lose.
+func (s *Store) archiveRows(ctx context.Context, db *gorm.DB, id string, ids []int64, compactionID *int64) (HistoryDelta, error) {
 	var t archivedTotals
 	spanned, err := s.archiveSpan(ctx, db, id, ids, compactionID, &t)
 	if err != nil {
-		return fmt.Errorf("archive messages of %q: %w", id, err)
+		return HistoryDelta{}, fmt.Errorf("archive messages of %q: %w", id, err)
 	}
 	for start := 0; !spanned && start < len(ids); start += 500 {
 		end := min(start+500, len(ids))
@@ -1361,27 +1412,17 @@ func (s *Store) archive(ctx context.Context, db *gorm.DB, id string, ids []int64
 		// compaction archives many rows.
 		rows, err := db.Raw(archiveSQL, StateArchived, compactionID, id, StateLive, ids[start:end]).Rows()
 		if err != nil {
-			return fmt.Errorf("archive messages of %q: %w", id, err)
+			return HistoryDelta{}, fmt.Errorf("archive messages of %q: %w", id, err)
 		}
 		n, err := t.read(rows, nil)
 		if err != nil {
-			return fmt.Errorf("archive messages of %q: %w", id, err)
+			return HistoryDelta{}, fmt.Errorf("archive messages of %q: %w", id, err)
 		}
 		if n != end-start {
-			return fmt.Errorf("archive messages of %q: %w: %d of %d messages are not live", id, ErrInvalid, end-start-n, end-start)
+			return HistoryDelta{}, fmt.Errorf("archive messages of %q: %w: %d of %d messages are not live", id, ErrInvalid, end-start-n, end-start)
 		}
 	}
-	err = db.Model(&Character{}).Where("id = ?", id).UpdateColumns(map[string]any{
-		"live_tokens":       gorm.Expr("live_tokens - ?", t.live),
-		"summary_tokens":    gorm.Expr("summary_tokens - ?", t.summary),
-		"live_messages":     gorm.Expr("live_messages - ?", t.count),
-		"archived_messages": gorm.Expr("archived_messages + ?", len(ids)),
-		"history_rev":       newRev(),
-	}).Error
-	if err != nil {
-		return fmt.Errorf("archive messages of %q: %w", id, err)
-	}
-	return nil
+	return HistoryDelta{LiveTokens: -t.live, SummaryTokens: -t.summary, LiveMessages: -t.count, ArchivedMessages: len(ids), Appended: true}, nil
 }
 
 // archiveSpan archives ids by their range when they are, in order, every

@@ -266,26 +266,18 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 	err := c.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		cs := c.chars.WithTx(tx)
 		js := c.journal.WithTx(tx)
-		var before *character.Character
-		var err error
-		if mark != nil {
-			// The NPC planned stands for its settings while they are
-			// unchanged: only its state is read.
-			before, err = cs.Fresh(ctx, ch)
-		} else {
-			before, err = cs.Get(ctx, ch.ID)
-		}
+		// The NPC planned stands for its settings while they are
+		// unchanged: only its state is read, holding the writer.
+		before, err := cs.Fresh(ctx, ch)
 		if err != nil {
 			return err
 		}
-		if mark != nil {
-			if !before.CreatedAt.Equal(ch.CreatedAt) {
-				// Deleted and created again while the summary was written:
-				// the plan is of a life that is gone.
-				return fmt.Errorf("%w: npc %q was deleted and created again", character.ErrNotFound, ch.ID)
-			}
-			ch = before
+		if !before.CreatedAt.Equal(ch.CreatedAt) {
+			// Deleted and created again while the summary was written:
+			// the plan is of a life that is gone.
+			return fmt.Errorf("%w: npc %q was deleted and created again", character.ErrNotFound, ch.ID)
 		}
+		ch = before
 		counter := c.models.Counter(ch.Model)
 		rec = &Record{CharacterID: ch.ID, Trigger: p.Trigger, Summarizer: s.Summarizer, FallbackReason: s.FallbackReason,
 			Instruction: p.Instruction, MessagesCompacted: len(p.SpanIDs()), Tick: ch.State.Tick, GameTime: ch.State.GameTime, CreatedAt: now}
@@ -301,7 +293,10 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 			}
 			rec.Masked = len(m.IDs)
 		}
-		if err := cs.Archive(ctx, ch.ID, p.SpanIDs(), &rec.ID); err != nil {
+		// The NPC's row is written once, at the end, with what archiving
+		// the span and appending the summary change in its totals.
+		delta, err := cs.ArchiveMessages(ctx, ch.ID, p.SpanIDs(), &rec.ID)
+		if err != nil {
 			if errors.Is(err, character.ErrInvalid) {
 				return fmt.Errorf("%w: %v", ErrStale, err)
 			}
@@ -325,12 +320,13 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 			"summarizer":              s.Summarizer,
 			"rewrite":                 ch.State.Compactions + 1,
 		}
-		if err := cs.AppendMessages(ctx, ch.ID, []*character.Message{sum}, counter, 0); err != nil {
-			return err
-		}
+		// Measured as InsertMessages measures it, so that the summary is
+		// written with its count in its metadata.
+		character.Measure(sum, counter, 0)
 		sum.Metadata.V["summary_token_count"] = sum.Tokens
-		if err := cs.SetMessageMetadata(ctx, sum.ID, sum.Metadata); err != nil {
-			return fmt.Errorf("summary metadata: %w", err)
+		added, err := cs.InsertMessages(ctx, ch.ID, []*character.Message{sum}, counter, 0)
+		if err != nil {
+			return err
 		}
 		entry := &journal.Entry{Type: journal.TypeContextSynthesis, Content: s.Text, Importance: 6, GameTime: ch.State.GameTime,
 			Sources: store.NewJSON(sources),
@@ -339,7 +335,8 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 		if err := js.Add(ctx, ch.ID, append(entries, entry)...); err != nil {
 			return err
 		}
-		cols := map[string]any{"compactions": gorm.Expr("compactions + 1")}
+		cols := delta.Add(added).Columns()
+		cols["compactions"] = gorm.Expr("compactions + 1")
 		if mark != nil {
 			at, err := markPast(ctx, cs, ch.ID, mark.Latest, sum.ID)
 			if err != nil {

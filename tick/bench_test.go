@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/npcd/npcd/store"
 )
 
 // BenchmarkTick measures one full tick of one NPC with the builtin model:
@@ -90,4 +93,46 @@ func BenchmarkIdleTickLeased(b *testing.B) {
 	m.Start()
 	defer m.Close(context.Background())
 	benchIdle(b, env)
+}
+
+// BenchmarkCompact measures an admin compaction (Engine.Compact: plan,
+// summary, commit) of one NPC after 30 more ticks, and reports as
+// writer-µs/op how long it held the database's writer, which every other
+// NPC's commit waits for meanwhile (the checkpoints' passes left out).
+func BenchmarkCompact(b *testing.B) {
+	env := newEnv(b)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		b.Fatal(err)
+	}
+	heldNow := func() time.Duration {
+		w, ok := store.Writers(env.chars.DB())
+		if !ok {
+			b.Fatal("no write gate on the database")
+		}
+		return w.Held - w.CheckpointHeld
+	}
+	var held time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		for t := 0; t < 30; t++ {
+			if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d.%d: have you seen my sword?", i, t)}}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		h0 := heldNow()
+		b.StartTimer()
+		rec, err := env.eng.Compact(ctx, "brom", "")
+		if err != nil || rec == nil {
+			b.Fatal(rec, err)
+		}
+		b.StopTimer()
+		held += heldNow() - h0
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(held.Microseconds())/float64(b.N), "writer-µs/op")
 }

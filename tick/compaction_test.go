@@ -473,3 +473,55 @@ func putSmallWindowNPC(t *testing.T, env *testEnv) *character.Character {
 	}
 	return c
 }
+
+// A compaction's summary message is written with its metadata whole: the
+// compaction's id, the span it stands for and its own token count. The
+// NPC's running totals, written once with the archiving and the summary,
+// match a recount of its rows.
+func TestCompactionSummaryCarriesItsMetadata(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword?", i)}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.eng.Tick(ctx, "brom"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := env.eng.Compact(ctx, "brom", "")
+	if err != nil || rec == nil {
+		t.Fatalf("compact: %v %v", rec, err)
+	}
+	sum, err := env.chars.MessageByID(ctx, "brom", rec.SummaryMessageID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := sum.Metadata.V
+	want := map[string]float64{"compaction_id": float64(rec.ID), "summary_token_count": float64(sum.Tokens),
+		"compacted_count": float64(rec.MessagesCompacted), "first_source_message_id": float64(rec.FirstMessageID),
+		"last_source_message_id": float64(rec.LastMessageID)}
+	for k, v := range want {
+		if meta[k] != v {
+			t.Errorf("summary metadata %s = %v, want %v", k, meta[k], v)
+		}
+	}
+	if sum.Tokens <= 0 || !sum.Summary || sum.State != character.StateLive {
+		t.Fatalf("summary message %+v", sum)
+	}
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := character.Totals{LiveTokens: c.State.LiveTokens, SummaryTokens: c.State.SummaryTokens, LiveMessages: c.State.LiveMessages, ArchivedMessages: c.State.ArchivedMessages}
+	recount, err := env.chars.Recount(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != recount || got.ArchivedMessages != rec.MessagesCompacted || c.State.Compactions != 1 {
+		t.Fatalf("totals %+v after %d archived, a recount finds %+v; compactions %d", got, rec.MessagesCompacted, recount, c.State.Compactions)
+	}
+}
