@@ -116,14 +116,7 @@ func BenchmarkCompact(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		for t := 0; t < 30; t++ {
-			if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d.%d: have you seen my sword?", i, t)}}); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := env.eng.Tick(ctx, "brom"); err != nil {
-				b.Fatal(err)
-			}
-		}
+		askAndTick(b, env, "brom", fmt.Sprintf("%d.", i), 30)
 		h0 := heldNow()
 		b.StartTimer()
 		rec, err := env.eng.Compact(ctx, "brom", "")

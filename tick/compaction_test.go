@@ -484,14 +484,7 @@ func TestCompactionSummaryCarriesItsMetadata(t *testing.T) {
 	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 30; i++ {
-		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword?", i)}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.eng.Tick(ctx, "brom"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	askAndTick(t, env, "brom", "", 30)
 	rec, err := env.eng.Compact(ctx, "brom", "")
 	if err != nil || rec == nil {
 		t.Fatalf("compact: %v %v", rec, err)
@@ -523,5 +516,21 @@ func TestCompactionSummaryCarriesItsMetadata(t *testing.T) {
 	}
 	if got != recount || got.ArchivedMessages != rec.MessagesCompacted || c.State.Compactions != 1 {
 		t.Fatalf("totals %+v after %d archived, a recount finds %+v; compactions %d", got, rec.MessagesCompacted, recount, c.State.Compactions)
+	}
+}
+
+// askAndTick posts n questions to NPC id, labelled with label, and ticks
+// it after each.
+func askAndTick(tb testing.TB, env *testEnv, id, label string, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		ev := EventInput{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %s%d: have you seen my sword?", label, i)}
+		if _, _, err := env.eng.PostEvents(ctx, id, []EventInput{ev}); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := env.eng.Tick(ctx, id); err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
