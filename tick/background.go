@@ -270,14 +270,13 @@ func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id strin
 			return nil
 		}
 		run.taken = true
-		fresh, err := e.deps.Characters.Get(ctx, id)
-		if err != nil {
-			return err
-		}
-		if !fresh.CreatedAt.Equal(run.c.CreatedAt) {
-			return nil // deleted and created again: the plan is of a life that is gone
-		}
-		rec, _, err = bc.CommitState(ctx, fresh, run.plan, run.sum)
+		// The commit reads the NPC's state afresh while it holds the
+		// writer, and its settings when they changed since the run was
+		// planned; an NPC deleted meanwhile, or deleted and created
+		// again, is ErrNotFound there (the plan is of a life that is
+		// gone), and nothing is committed.
+		var err error
+		rec, _, err = bc.CommitState(ctx, run.c, run.plan, run.sum)
 		return err
 	})
 	if errors.Is(err, sleep.ErrStale) {

@@ -235,6 +235,55 @@ func TestTickFinishesTheBackgroundCompaction(t *testing.T) {
 	s.checkOne(t)
 }
 
+// A compaction begun beside the ticks whose summary is being written when
+// the NPC is deleted and created again commits nothing into the new life:
+// its commit finds the NPC it planned gone, and the rows it planned are
+// not the new life's.
+func TestBackgroundCompactionOverlappingARecreateCommitsNothing(t *testing.T) {
+	s := newSlowSummaries(t)
+	env := s.env
+	ctx := context.Background()
+	s.begin(t, nil)
+	if err := env.eng.DeleteNPC(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	again := brom()
+	again.Model = "gpt-4o-mini"
+	again.ContextWindow = 4096
+	if _, err := env.eng.PutNPC(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	say(t, env, "alice", "Good morning, I am new in town.")
+	close(s.release)
+	<-env.eng.Compacting("brom")
+	if n := s.f.count("summary") - s.summaries; n != 1 {
+		t.Fatalf("%d summaries written, want the one of the earlier life", n)
+	}
+	if left := rowsOf(t, env.eng.deps.DB, "brom"); left["compactions"] != 0 {
+		t.Fatalf("the new life holds %v, want no compaction", left)
+	}
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State.Compactions != 0 || c.State.ArchivedMessages != 0 || c.State.SummaryTokens != 0 {
+		t.Fatalf("the new life's state %+v, want no compaction, nothing archived and no summary", c.State)
+	}
+	ms, err := env.chars.History(ctx, "brom", character.HistoryQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 || !strings.Contains(ms[0].Content, "new in town") {
+		t.Fatalf("the new life's history begins with %+v, want its own first event", ms)
+	}
+	for _, m := range ms {
+		if m.Summary || m.State != character.StateLive {
+			t.Fatalf("the new life holds %+v, want only its own live messages", m)
+		}
+	}
+	checkStored(t, env)
+}
+
 // A tick that the provider tells its context overflowed while a compaction
 // begun beside the ticks is writing its summary finishes that compaction
 // (its recovery), instead of summarizing the same span again, then retries.
