@@ -244,16 +244,7 @@ func TestBackgroundCompactionOverlappingARecreateCommitsNothing(t *testing.T) {
 	env := s.env
 	ctx := context.Background()
 	s.begin(t, nil)
-	if err := env.eng.DeleteNPC(ctx, "brom"); err != nil {
-		t.Fatal(err)
-	}
-	again := brom()
-	again.Model = "gpt-4o-mini"
-	again.ContextWindow = 4096
-	if _, err := env.eng.PutNPC(ctx, again); err != nil {
-		t.Fatal(err)
-	}
-	say(t, env, "alice", "Good morning, I am new in town.")
+	recreate(t, env)
 	close(s.release)
 	<-env.eng.Compacting("brom")
 	if n := s.f.count("summary") - s.summaries; n != 1 {

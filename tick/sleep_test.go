@@ -31,6 +31,23 @@ func say(t *testing.T, env *testEnv, actor, text string) {
 	}
 }
 
+// recreate deletes brom and creates it again, on a remote model, and
+// gives its new life a first event and tick.
+func recreate(t *testing.T, env *testEnv) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.eng.DeleteNPC(ctx, "brom"); err != nil {
+		t.Fatal(err)
+	}
+	again := brom()
+	again.Model = "gpt-4o-mini"
+	again.ContextWindow = 4096
+	if _, err := env.eng.PutNPC(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	say(t, env, "alice", "Good morning, I am new in town.")
+}
+
 func TestSleepConsolidatesSupersedesAndSkips(t *testing.T) {
 	env := newEnv(t)
 	ctx := context.Background()
@@ -373,16 +390,7 @@ func TestSleepSummaryOverlappingARecreateCommitsNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the sleep never asked for a summary")
 	}
-	if err := env.eng.DeleteNPC(ctx, "brom"); err != nil {
-		t.Fatal(err)
-	}
-	again := brom()
-	again.Model = "gpt-4o-mini"
-	again.ContextWindow = 4096
-	if _, err := env.eng.PutNPC(ctx, again); err != nil {
-		t.Fatal(err)
-	}
-	say(t, env, "alice", "Good morning, I am new in town.")
+	recreate(t, env)
 	close(release)
 	if err := <-done; !errors.Is(err, character.ErrNotFound) {
 		t.Fatalf("the sleep of the earlier life ended with %v, want not found", err)
