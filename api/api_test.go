@@ -205,10 +205,6 @@ type fakeCompactor struct {
 	instructions []string
 }
 
-func (f *fakeCompactor) Mask(ctx context.Context, c *character.Character, aggressive bool) (*character.Character, error) {
-	return c, nil
-}
-
 func (f *fakeCompactor) Compact(ctx context.Context, c *character.Character, trigger, instruction string) (*sleep.Record, *character.Character, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

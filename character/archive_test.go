@@ -92,3 +92,35 @@ func TestHistoryDeltaZeroHasNoColumns(t *testing.T) {
 		t.Fatalf("columns %v, want the three totals, the archived count and the revision", cols)
 	}
 }
+
+// ColumnsFrom moves the revision to the value it returns only when the
+// revision given is still the stored one, and elsewhere otherwise: the
+// write tells whether another came between.
+func TestColumnsFromChecksTheRevision(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	appendMsgs(t, s, "brom", user(1, "I lost my sword at the forge."))
+	d := character.HistoryDelta{LiveTokens: 3, LiveMessages: 1, Appended: true}
+	read := get(t, s, "brom").State.HistoryRev
+	cols, next := d.ColumnsFrom(read)
+	st, err := s.UpdateStateReturning(ctx, "brom", cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.HistoryRev != next {
+		t.Fatalf("written at the stored revision: revision %d, want %d", st.HistoryRev, next)
+	}
+	// read is stale now.
+	cols, next = d.ColumnsFrom(read)
+	st2, err := s.UpdateStateReturning(ctx, "brom", cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.HistoryRev == next || st2.HistoryRev == st.HistoryRev || st2.HistoryRev == read {
+		t.Fatalf("written at a stale revision: revision %d (was %d, read at %d, next %d), want another fresh one", st2.HistoryRev, st.HistoryRev, read, next)
+	}
+	if st2.LiveMessages != st.LiveMessages+1 {
+		t.Fatalf("live messages %d after %d: the totals were not added", st2.LiveMessages, st.LiveMessages)
+	}
+}

@@ -1010,6 +1010,21 @@ func (d HistoryDelta) Columns() map[string]any {
 	return cols
 }
 
+// ColumnsFrom is Columns for a caller that read the live history at
+// revision held: the revision moves to next when it was still held when the
+// row is written, else to another fresh value, so that the state the write
+// returns tells whether the history read at held, with d's changes, is the
+// stored one (its HistoryRev is next). d must not be zero.
+func (d HistoryDelta) ColumnsFrom(held int64) (cols map[string]any, next int64) {
+	cols = d.Columns()
+	next, other := newRev(), newRev()
+	for other == next {
+		other = newRev()
+	}
+	cols["history_rev"] = gorm.Expr(historyRevSQL, held, next, other)
+	return cols, next
+}
+
 // InsertMessages is AppendMessages without the update of the NPC's row: it
 // returns what the running totals must gain, for the caller to add with
 // AdvanceState in the same transaction. Until then the totals and the

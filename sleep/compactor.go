@@ -279,23 +279,31 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 		}
 		ch = before
 		counter := c.models.Counter(ch.Model)
+		span := p.SpanIDs()
 		rec = &Record{CharacterID: ch.ID, Trigger: p.Trigger, Summarizer: s.Summarizer, FallbackReason: s.FallbackReason,
-			Instruction: p.Instruction, MessagesCompacted: len(p.SpanIDs()), Tick: ch.State.Tick, GameTime: ch.State.GameTime, CreatedAt: now}
+			Instruction: p.Instruction, MessagesCompacted: len(span), Tick: ch.State.Tick, GameTime: ch.State.GameTime, CreatedAt: now}
 		rec.FirstMessageID, rec.LastMessageID = p.Span[0].ID, p.Span[len(p.Span)-1].ID
 		rec.TokensBefore = before.ContextTokens()
 		if err := tx.Create(rec).Error; err != nil {
 			return fmt.Errorf("record compaction: %w", err)
 		}
+		// held is the history's revision as this transaction leaves it
+		// before the row's last write, for that write to check.
+		var masked []int64
+		held := before.State.HistoryRev
 		if len(p.Mask) > 0 {
 			m, err := cs.MaskMessages(ctx, ch.ID, p.Mask)
 			if err != nil {
 				return err
 			}
-			rec.Masked = len(m.IDs)
+			rec.Masked, masked = len(m.IDs), m.IDs
+			if m.After != nil {
+				held = m.After.State.HistoryRev
+			}
 		}
 		// The NPC's row is written once, at the end, with what archiving
 		// the span and appending the summary change in its totals.
-		delta, err := cs.ArchiveMessages(ctx, ch.ID, p.SpanIDs(), &rec.ID)
+		delta, err := cs.ArchiveMessages(ctx, ch.ID, span, &rec.ID)
 		if err != nil {
 			if errors.Is(err, character.ErrInvalid) {
 				return fmt.Errorf("%w: %v", ErrStale, err)
@@ -310,7 +318,7 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 		sum := &character.Message{Role: llm.RoleSystem, Summary: true, Content: body, Turn: ch.State.Turn, Tick: ch.State.Tick,
 			GameTime: ch.State.GameTime, CreatedAt: now}
 		sum.Metadata.V = map[string]any{
-			"compacted_count":         len(p.SpanIDs()),
+			"compacted_count":         len(span),
 			"compacted_at":            now.Format(time.RFC3339),
 			"original_token_count":    p.SpanTokens + prevTokens(p),
 			"first_source_message_id": rec.FirstMessageID,
@@ -335,7 +343,7 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 		if err := js.Add(ctx, ch.ID, append(entries, entry)...); err != nil {
 			return err
 		}
-		cols := delta.Add(added).Columns()
+		cols, next := delta.Add(added).ColumnsFrom(held)
 		cols["compactions"] = gorm.Expr("compactions + 1")
 		if mark != nil {
 			at, err := markPast(ctx, cs, ch.ID, mark.Latest, sum.ID)
@@ -353,6 +361,12 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 		after = new(character.Character)
 		*after = *before
 		after.State = state
+		if state.HistoryRev == next {
+			// No other write came between this transaction's own (another
+			// process's, where the database lets one in: the NPC's lease
+			// keeps other daemons from writing its history meanwhile).
+			rec.Live = &LiveChange{Prior: before.State.HistoryRev, Masked: masked, Archived: span, Summary: *sum}
+		}
 		rec.TokensAfter = after.ContextTokens()
 		if note := missedTarget(after, p); note != after.State.CompactionNote {
 			if err := cs.UpdateState(ctx, ch.ID, map[string]any{"compaction_note": note}); err != nil {

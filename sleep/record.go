@@ -3,6 +3,7 @@ package sleep
 import (
 	"time"
 
+	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/store"
 )
 
@@ -57,6 +58,23 @@ type Record struct {
 	CreatedAt  time.Time                  `json:"created_at"`
 	DurationMS int64                      `json:"duration_ms"`
 	Metadata   store.JSON[map[string]any] `gorm:"type:text" json:"metadata"`
+	// Live is what the commit did to the NPC's live history, for a caller
+	// that holds it in memory; not stored, and nil on a record read back.
+	Live *LiveChange `gorm:"-" json:"-"`
+}
+
+// LiveChange is what a compaction's commit did to an NPC's live history,
+// so that one who holds that history in memory can apply it instead of
+// reading the history again: the commit found the history at revision
+// Prior, masked the rows Masked, archived the rows Archived and appended
+// Summary (as stored), after the other summaries, as the history is read
+// (character.Store.LiveMessages). The NPC's row, as the commit returns it,
+// holds the revision this leaves.
+type LiveChange struct {
+	Prior    int64
+	Masked   []int64
+	Archived []int64
+	Summary  character.Message
 }
 
 // TableName names the table: compactions.

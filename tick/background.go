@@ -275,8 +275,10 @@ func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id strin
 		// planned; an NPC deleted meanwhile, or deleted and created
 		// again, is ErrNotFound there (the plan is of a life that is
 		// gone), and nothing is committed.
-		var err error
-		rec, _, err = bc.CommitState(ctx, run.c, run.plan, run.sum)
+		rec, after, err := bc.CommitState(ctx, run.c, run.plan, run.sum)
+		if err == nil {
+			e.landed(rec, after)
+		}
 		return err
 	})
 	if errors.Is(err, sleep.ErrStale) {
@@ -383,6 +385,9 @@ func (e *Engine) handOver(ctx context.Context, c *character.Character) (rec *sle
 	rec, after, err = bc.CommitState(ctx, c, run.plan, run.sum)
 	if errors.Is(err, sleep.ErrStale) {
 		return nil, nil, waited, false, nil
+	}
+	if err == nil {
+		e.landed(rec, after)
 	}
 	return rec, after, waited, err == nil, err
 }

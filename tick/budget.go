@@ -32,19 +32,46 @@ func (e *Engine) maskRead(ctx context.Context, ts *turnState, pending int) error
 	if err != nil {
 		return err
 	}
-	ids := readResults(live, c.Masking.Exempt)
+	if err := e.maskHeld(ctx, ts, live, readResults(live, c.Masking.Exempt)); err != nil {
+		return fmt.Errorf("mask read tool results: %w", err)
+	}
+	return nil
+}
+
+// maskAll masks, before the model call of a tick whose context is at the
+// emergency threshold, every tool result of the NPC before its current
+// turn (as Compactor.Mask does when aggressive), except those of exempt
+// tools: the ones the live history shows, so that a tick finds out from
+// memory that there are none, as most ticks there do (their results were
+// masked by policy or are exempt).
+func (e *Engine) maskAll(ctx context.Context, ts *turnState) error {
+	c := ts.c
+	if !c.Masking.On() {
+		return nil
+	}
+	live, err := e.liveHistory(ctx, c)
+	if err != nil {
+		return err
+	}
+	return e.maskHeld(ctx, ts, live, maskableIDs(live, nil, c.State.Turn, c.Masking.Exempt))
+}
+
+// maskHeld masks the tool results ids of the live history live of the NPC
+// a tick holds (ts.c), which leaves the history held in memory with the
+// same rows marked masked, at the new revision, and ts.c as masking left
+// it.
+func (e *Engine) maskHeld(ctx context.Context, ts *turnState, live []character.Message, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	c := ts.c
 	m, err := e.deps.Characters.MaskMessages(ctx, c.ID, ids)
 	if err != nil {
-		return fmt.Errorf("mask read tool results: %w", err)
+		return err
 	}
 	if m.After == nil {
 		return nil
 	}
-	// The held history, with the same rows marked masked, is the stored
-	// one at the new revision.
 	e.history.put(c.ID, m.After.State.HistoryRev, afterTurn(live, nil, m.IDs))
 	ts.c = m.After
 	return nil

@@ -2,12 +2,14 @@ package tick
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"unsafe"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/internal/keeprank"
 	"github.com/npcd/npcd/llm"
+	"github.com/npcd/npcd/sleep"
 )
 
 // DefaultHistoryCacheBytes bounds the live histories the engine keeps in
@@ -281,6 +283,52 @@ func (lp *livePrompt) bytes() int64 {
 	}
 	return n
 }
+
+// compacted applies to NPC id's history what a compaction's commit did to
+// the stored one (ch), which left it at revision rev: the history held at
+// the revision the commit found, without the rows it archived, with those
+// it masked marked so and its summary after the other summaries, is the
+// stored one at rev, and the next tick need not read it again. A history
+// held at another revision (evicted, or written by another process) is
+// left to be read again. The caller holds the NPC's lock.
+func (h *historyCache) compacted(id string, ch *sleep.LiveChange, rev int64) {
+	if ch == nil {
+		return
+	}
+	held, ok := h.get(id, ch.Prior)
+	if !ok {
+		return
+	}
+	gone := make(map[int64]bool, len(ch.Archived))
+	for _, m := range ch.Archived {
+		gone[m] = true
+	}
+	masked := make(map[int64]bool, len(ch.Masked))
+	for _, m := range ch.Masked {
+		masked[m] = true
+	}
+	// A new array: the held one may still be read by a plan made from it.
+	out := make([]character.Message, 0, len(held)-len(ch.Archived)+1+liveRoom)
+	at := 0 // after the last summary kept
+	for i := range held {
+		m := held[i]
+		if gone[m.ID] {
+			continue
+		}
+		if masked[m.ID] {
+			m.Masked = true
+		}
+		out = append(out, m)
+		if m.Summary {
+			at = len(out)
+		}
+	}
+	h.put(id, rev, slices.Insert(out, at, ch.Summary))
+}
+
+// liveRoom is the room a history rewritten by a compaction keeps to grow:
+// a few turns, so that the next ticks append in place.
+const liveRoom = 16
 
 // drop forgets NPC id's history.
 func (h *historyCache) drop(id string) {

@@ -125,6 +125,68 @@ func TestHeldHistoryMatchesTheStoredOne(t *testing.T) {
 	}
 }
 
+// A compaction's commit writes what it did to the live history through to
+// the history held in memory, whoever commits it: beside the ticks, inside
+// a tick, or asked for by the game. Right after each, the held history is
+// the stored one, masked rows and summary included, and no tick reads the
+// history from the database again.
+func TestCompactionsWriteThroughTheHeldHistory(t *testing.T) {
+	for _, background := range []bool{true, false} {
+		t.Run(fmt.Sprintf("background=%v", background), func(t *testing.T) {
+			env := newEnv(t)
+			env.eng.cfg.BackgroundCompaction = background
+			ctx := context.Background()
+			on := true
+			c := brom()
+			c.ContextWindow, c.MaxOutputTokens = 2048, 192
+			c.Masking = character.MaskingSettings{Enabled: &on, KeepRecentTurns: 1}
+			c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
+			if _, err := env.eng.PutNPC(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			landed := func(when string) {
+				t.Helper()
+				// The next tick of a game comes seconds later: a compaction
+				// begun beside this one has ended by then.
+				<-env.eng.Compacting("brom")
+				checkHeld(t, env, "brom", when)
+			}
+			for i := 0; i < 40; i++ {
+				text := fmt.Sprintf("Round %d: take a look at this blade, Brom.", i)
+				if i%3 == 1 {
+					text = fmt.Sprintf("Round %d: the wolves came down the north road again. ", i) + strings.Repeat("They howled all night by the mill. ", 8)
+				}
+				res := tickOnce(t, env, text)
+				landed(fmt.Sprintf("tick %d", i))
+				answerBlades(t, env, i, res, func() { landed(fmt.Sprintf("continuation of tick %d", i)) })
+			}
+			if _, err := env.eng.Compact(ctx, "brom", ""); err != nil {
+				t.Fatal(err)
+			}
+			checkHeld(t, env, "brom", "after a compaction the game asked for")
+			tickOnce(t, env, "After the compaction.")
+			landed("the tick after it")
+
+			recs := records(t, env)
+			masked, triggers := 0, map[string]int{}
+			for _, r := range recs {
+				masked += r.Masked
+				triggers[r.Trigger]++
+			}
+			want := sleep.TriggerEmergency
+			if background {
+				want = sleep.TriggerBackground
+			}
+			if triggers[want] < 2 || triggers[sleep.TriggerManual] != 1 || masked == 0 {
+				t.Fatalf("compactions by trigger %v, %d rows masked by them: the test does not exercise the write-through it checks", triggers, masked)
+			}
+			if st := env.eng.HistoryCacheStats(); st.Reads != 1 {
+				t.Fatalf("the history was read from the database %d times, want once (the first tick): %d compactions were not written through", st.Reads, len(recs))
+			}
+		})
+	}
+}
+
 // Masking by policy runs in the commit of the tick that makes a result old
 // enough, by the ids the held history names, also in a context far below
 // the mark from which read results are masked before the model call: the
@@ -178,9 +240,10 @@ func TestTicksMaskOldResultsByPolicy(t *testing.T) {
 	}
 }
 
-// Writes the tick did not make — another process appending, a clear, a
-// compaction — change the history's revision, so the next tick reads the
-// history again instead of trusting what it holds.
+// Writes the tick did not make — another process appending, a clear —
+// change the history's revision, so the next tick reads the history again
+// instead of trusting what it holds. (A compaction this engine commits is
+// written through: see TestCompactionsWriteThroughTheHeldHistory.)
 func TestHeldHistoryYieldsToOtherWriters(t *testing.T) {
 	env := newEnv(t)
 	ctx := context.Background()

@@ -293,6 +293,8 @@ func (e *Engine) PostToolResults(ctx context.Context, id string, results []ToolR
 	var c *character.Character
 	var posted []*character.Message // as stored, once committed
 	err := e.withNPC(ctx, id, func(ctx context.Context) error {
+		// Runs under the NPC's lock: the history the engine holds is
+		// written through below, as a tick's commit writes its own.
 		var err error
 		if c, err = e.deps.Characters.Get(ctx, id); err != nil {
 			return err
@@ -316,20 +318,30 @@ func (e *Engine) PostToolResults(ctx context.Context, id string, results []ToolR
 				rest = append(rest, pc)
 			}
 		}
-		return e.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if rest == nil {
+			rest = []character.PendingCall{}
+		}
+		var st character.State
+		held := false
+		err = e.deps.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			cs := e.deps.Characters.WithTx(tx)
-			if err := cs.AppendMessages(ctx, id, msgs, e.Counter(c.Model), c.Masking.OffloadBytes); err != nil {
+			d, err := cs.InsertMessages(ctx, id, msgs, e.Counter(c.Model), c.Masking.OffloadBytes)
+			if err != nil {
 				return err
 			}
-			if rest == nil {
-				rest = []character.PendingCall{}
-			}
-			if err := cs.UpdateState(ctx, id, map[string]any{"awaiting": store.NewJSON(rest), "resume": len(rest) == 0}); err != nil {
-				return err
-			}
-			posted = msgs
-			return nil
+			// One statement writes the state, adds the results to the
+			// running totals and tells whether the history c was read at
+			// is still the stored one.
+			st, held, err = cs.AdvanceState(ctx, id, map[string]any{"awaiting": store.NewJSON(rest), "resume": len(rest) == 0}, d, c.State.HistoryRev)
+			return err
 		})
+		if err != nil {
+			return err
+		}
+		posted = msgs
+		live, known := e.history.get(id, c.State.HistoryRev)
+		e.appended(c, st.HistoryRev, held, live, known, posted, nil)
+		return nil
 	})
 	if err == nil {
 		e.notePosted(id, posted)

@@ -177,7 +177,11 @@ func (e *Engine) Compact(ctx context.Context, id, instruction string) (*sleep.Re
 		if err != nil {
 			return err
 		}
-		rec, _, err = e.deps.Compactor.Compact(ctx, c, sleep.TriggerManual, instruction)
+		var after *character.Character
+		rec, after, err = e.deps.Compactor.Compact(ctx, c, sleep.TriggerManual, instruction)
+		if err == nil {
+			e.landed(rec, after)
+		}
 		return err
 	})
 	return rec, err

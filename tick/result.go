@@ -130,11 +130,6 @@ func Warnings(c *character.Character) []string {
 // Compactor keeps an NPC's context within its window. The caller holds the
 // NPC's lock.
 type Compactor interface {
-	// Mask masks tool results the NPC's policy says are old enough, or,
-	// with aggressive set, every tool result before the current turn.
-	// It returns the NPC as masking left it (c itself when nothing was
-	// masked).
-	Mask(ctx context.Context, c *character.Character, aggressive bool) (after *character.Character, err error)
 	// Compact summarizes and archives the older part of the live history
 	// now. It returns the compaction, nil when nothing could be compacted,
 	// and the NPC as it left it (c itself when it changed nothing).

@@ -289,11 +289,9 @@ func (e *Engine) ensureBudget(ctx context.Context, ts *turnState, pending int) e
 	if !ts.c.OverEmergency(ts.c.ContextTokens() + pending) {
 		return nil
 	}
-	after, err := comp.Mask(ctx, ts.c, true)
-	if err != nil {
+	if err := e.maskAll(ctx, ts); err != nil {
 		return fmt.Errorf("mask before tick: %w", err)
 	}
-	ts.c = after
 	if !ts.c.OverEmergency(ts.c.ContextTokens() + pending) {
 		return nil
 	}
@@ -354,13 +352,30 @@ func (e *Engine) compact(ctx context.Context, ts *turnState, trigger string, sti
 }
 
 // compactNow runs the tick's own compaction of NPC c (see compact).
-func (e *Engine) compactNow(ctx context.Context, c *character.Character, trigger string) (*sleep.Record, *character.Character, error) {
+func (e *Engine) compactNow(ctx context.Context, c *character.Character, trigger string) (rec *sleep.Record, after *character.Character, err error) {
 	if lc, ok := e.deps.Compactor.(liveCompactor); ok {
 		if live, ok := e.history.get(c.ID, c.State.HistoryRev); ok {
-			return lc.CompactLive(ctx, c, live, trigger, "")
+			rec, after, err = lc.CompactLive(ctx, c, live, trigger, "")
+			if err == nil {
+				e.landed(rec, after)
+			}
+			return rec, after, err
 		}
 	}
-	return e.deps.Compactor.Compact(ctx, c, trigger, "")
+	rec, after, err = e.deps.Compactor.Compact(ctx, c, trigger, "")
+	if err == nil {
+		e.landed(rec, after)
+	}
+	return rec, after, err
+}
+
+// landed writes what compaction rec, which left the NPC as after, did to
+// its live history through to the history held in memory (see
+// historyCache.compacted). The caller holds the NPC's lock.
+func (e *Engine) landed(rec *sleep.Record, after *character.Character) {
+	if rec != nil && after != nil {
+		e.history.compacted(after.ID, rec.Live, after.State.HistoryRev)
+	}
 }
 
 // runModel runs the model's step loop, routing each tool call.
@@ -718,19 +733,28 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 		return nil, err
 	}
 	e.feed.notify()
-	// Written through: the next tick finds the history it leaves in memory,
-	// unless another process had written to it since this tick read it.
-	if current {
-		e.history.put(c.ID, after.State.HistoryRev, afterTurn(ts.live, ts.current, masked))
-		// The search index too: the next recall need not read back
-		// what this tick wrote.
-		if a, ok := e.deps.Retriever.(appender); ok {
-			a.Appended(c.ID, c.State.HistoryRev, after.State.HistoryRev, ts.current)
-		}
-	} else {
-		e.history.drop(c.ID)
-	}
+	e.appended(c, after.State.HistoryRev, current, ts.live, true, ts.current, masked)
 	return after, nil
+}
+
+// appended writes through what a commit that appended added to NPC c's
+// live history (and masked masked in it) did, moving it from c's revision
+// to rev: the next tick finds the history in memory, and the next search
+// need not read back what was added, unless another process had written to
+// the history since c was read (held is false then). live is the history
+// held at c's revision, if known is set (when it is not, the next tick
+// reads the history). The caller holds the NPC's lock.
+func (e *Engine) appended(c *character.Character, rev int64, held bool, live []character.Message, known bool, added []*character.Message, masked []int64) {
+	if !held {
+		e.history.drop(c.ID)
+		return
+	}
+	if known {
+		e.history.put(c.ID, rev, afterTurn(live, added, masked))
+	}
+	if a, ok := e.deps.Retriever.(appender); ok {
+		a.Appended(c.ID, c.State.HistoryRev, rev, added)
+	}
 }
 
 // notePerceptions records who was seen in the turn's events and returns
