@@ -1,8 +1,11 @@
 package bench
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -35,5 +38,30 @@ func TestStartCPUProfile(t *testing.T) {
 	none()
 	if _, err := startCPUProfile(filepath.Join(dir, "missing", "cpu.pprof")); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
 		t.Fatalf("an impossible path: %v, want an error naming --cpuprofile", err)
+	}
+}
+
+// A round's profile label numbers it as --rounds does, the first measured
+// round 1, and keeps the labels its context carries: a warm-up round stays
+// bench=setup, which -tagignore leaves out.
+func TestRoundLabels(t *testing.T) {
+	setup := pprof.WithLabels(context.Background(), pprof.Labels("bench", "setup"))
+	for _, c := range []struct {
+		ctx   context.Context
+		r     int
+		round string
+		bench string
+	}{
+		{setup, 0, strconv.Itoa(1 - warmRounds), "setup"},
+		{setup, warmRounds - 1, "0", "setup"},
+		{context.Background(), warmRounds, "1", ""},
+		{context.Background(), warmRounds + 59, "60", ""},
+	} {
+		ctx := roundLabels(c.ctx, c.r)
+		round, _ := pprof.Label(ctx, "round")
+		bench, _ := pprof.Label(ctx, "bench")
+		if round != c.round || bench != c.bench {
+			t.Errorf("round %d of the world: labels round=%q bench=%q, want round=%q bench=%q", c.r, round, bench, c.round, c.bench)
+		}
 	}
 }

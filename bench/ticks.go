@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -475,8 +476,9 @@ func prepareTicks(ctx context.Context, progress io.Writer, h Harness, b TickOpti
 // profile of the measured ticks alone is go tool pprof -tagignore
 // bench=setup.
 func (w *tickWorld) fill(ctx context.Context, progress io.Writer, b TickOptions, n int) error {
-	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("bench", "setup")))
 	defer pprof.SetGoroutineLabels(ctx)
+	ctx = pprof.WithLabels(ctx, pprof.Labels("bench", "setup"))
+	pprof.SetGoroutineLabels(ctx)
 	a := w.a
 	others, err := fillOthers(ctx, progress, a, b.Others)
 	if err != nil {
@@ -533,10 +535,16 @@ type roundTime struct {
 
 // round posts one event to every NPC of w, then ticks them all with
 // workers concurrent workers, and returns the ticks in NPC order and the
-// time the ticking took.
+// time the ticking took. The ticks carry the profile label round=N, N as
+// --rounds numbers the rounds of one sitting (from 1, the first measured;
+// the warm-up rounds before it are 0 and below), as do the compactions
+// they begin beside them, so that a CPU profile can be cut by round (go
+// tool pprof -tagfocus 'round=^60$': a label that reads as a number is
+// otherwise taken for a range).
 func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, roundTime, error) {
 	r := w.next
 	w.next++
+	ctx = roundLabels(ctx, r)
 	for _, id := range w.ids {
 		ev := tick.EventInput{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword, %s?", r, id)}
 		if _, _, err := w.a.Engine.PostEvents(ctx, id, []tick.EventInput{ev}); err != nil {
@@ -552,6 +560,7 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, roun
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			pprof.SetGoroutineLabels(ctx)
 			for i := range work {
 				var acc atomic.Int64
 				tctx := context.WithValue(ctx, modelTimeKey{}, &acc)
@@ -585,6 +594,13 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, roun
 		w.comps[i] = o.res.Context.Compactions
 	}
 	return results, rt, nil
+}
+
+// roundLabels returns ctx with the profile label of the world's round r
+// (from 0, warm-up rounds included) added to those it carries: round=N, N
+// as --rounds numbers it.
+func roundLabels(ctx context.Context, r int) context.Context {
+	return pprof.WithLabels(ctx, pprof.Labels("round", strconv.Itoa(r-warmRounds+1)))
 }
 
 // tickAcc accumulates the measured rounds of one world.
