@@ -64,33 +64,40 @@ func checkHeld(t *testing.T, env *testEnv, id, when string) {
 	}
 }
 
+// putLookingBrom creates brom with a 2,048-token window, masking that
+// keeps one turn, and the game tool look, which returns a result.
+func putLookingBrom(t *testing.T, env *testEnv) {
+	t.Helper()
+	on := true
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 2048, 192
+	c.Masking = character.MaskingSettings{Enabled: &on, KeepRecentTurns: 1}
+	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
+	if _, err := env.eng.PutNPC(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lookingRound is what alice says in round i to brom of putLookingBrom:
+// asking him to look at a blade, and every third round a long tale, so
+// that his context reaches the emergency threshold within a few rounds.
+func lookingRound(i int) string {
+	if i%3 == 1 {
+		return fmt.Sprintf("Round %d: the wolves came down the north road again. ", i) + strings.Repeat("They howled all night by the mill. ", 8)
+	}
+	return fmt.Sprintf("Round %d: take a look at this blade, Brom.", i)
+}
+
 // A tick writes its turn through to the history it keeps in memory: after
 // ticks with tool results, masking and emergency compactions the held
 // history is exactly the stored one.
 func TestHeldHistoryMatchesTheStoredOne(t *testing.T) {
 	env := newEnv(t)
 	ctx := context.Background()
-	on := true
-	c := brom()
-	c.ContextWindow, c.MaxOutputTokens = 2048, 192
-	c.Masking = character.MaskingSettings{Enabled: &on, KeepRecentTurns: 1}
-	c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
-	if _, err := env.eng.PutNPC(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	putLookingBrom(t, env)
 	compactions, looks := 0, 0
 	for i := 0; i < 40; i++ {
-		text := fmt.Sprintf("Round %d: take a look at this blade, Brom.", i)
-		if i%3 == 1 {
-			text = fmt.Sprintf("Round %d: the wolves came down the north road again. ", i) + strings.Repeat("They howled all night by the mill. ", 8)
-		}
-		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := env.eng.Tick(ctx, "brom")
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := tickOnce(t, env, lookingRound(i))
 		if res.Compaction != nil {
 			compactions++
 		}
@@ -136,14 +143,7 @@ func TestCompactionsWriteThroughTheHeldHistory(t *testing.T) {
 			env := newEnv(t)
 			env.eng.cfg.BackgroundCompaction = background
 			ctx := context.Background()
-			on := true
-			c := brom()
-			c.ContextWindow, c.MaxOutputTokens = 2048, 192
-			c.Masking = character.MaskingSettings{Enabled: &on, KeepRecentTurns: 1}
-			c.Tools.V = append(character.DefaultTools(), character.ToolSpec{Name: "look", Description: "Look around", Parameters: map[string]any{"type": "object"}, Returns: true})
-			if _, err := env.eng.PutNPC(ctx, c); err != nil {
-				t.Fatal(err)
-			}
+			putLookingBrom(t, env)
 			landed := func(when string) {
 				t.Helper()
 				// The next tick of a game comes seconds later: a compaction
@@ -152,11 +152,7 @@ func TestCompactionsWriteThroughTheHeldHistory(t *testing.T) {
 				checkHeld(t, env, "brom", when)
 			}
 			for i := 0; i < 40; i++ {
-				text := fmt.Sprintf("Round %d: take a look at this blade, Brom.", i)
-				if i%3 == 1 {
-					text = fmt.Sprintf("Round %d: the wolves came down the north road again. ", i) + strings.Repeat("They howled all night by the mill. ", 8)
-				}
-				res := tickOnce(t, env, text)
+				res := tickOnce(t, env, lookingRound(i))
 				landed(fmt.Sprintf("tick %d", i))
 				answerBlades(t, env, i, res, func() { landed(fmt.Sprintf("continuation of tick %d", i)) })
 			}
