@@ -59,7 +59,9 @@ type Record struct {
 	DurationMS int64                      `json:"duration_ms"`
 	Metadata   store.JSON[map[string]any] `gorm:"type:text" json:"metadata"`
 	// Live is what the commit did to the NPC's live history, for a caller
-	// that holds it in memory; not stored, and nil on a record read back.
+	// that holds it in memory; not stored: nil on a record read back, and
+	// when another write came between the commit's own (the history must
+	// be read again then).
 	Live *LiveChange `gorm:"-" json:"-"`
 }
 

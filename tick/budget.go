@@ -40,7 +40,7 @@ func (e *Engine) maskRead(ctx context.Context, ts *turnState, pending int) error
 
 // maskAll masks, before the model call of a tick whose context is at the
 // emergency threshold, every tool result of the NPC before its current
-// turn (as Compactor.Mask does when aggressive), except those of exempt
+// turn (as sleep.Compactor.Mask does when aggressive), except those of exempt
 // tools: the ones the live history shows, so that a tick finds out from
 // memory that there are none, as most ticks there do (their results were
 // masked by policy or are exempt).

@@ -307,8 +307,10 @@ func (h *historyCache) compacted(id string, ch *sleep.LiveChange, rev int64) {
 	for _, m := range ch.Masked {
 		masked[m] = true
 	}
-	// A new array: the held one may still be read by a plan made from it.
-	out := make([]character.Message, 0, len(held)-len(ch.Archived)+1+liveRoom)
+	// A new array: a history changed otherwise than by appending or by
+	// masking is another array (see livePrompt), and the tick that
+	// compacted reads the held one until it reads the history again.
+	out := make([]character.Message, 0, max(len(held)-len(ch.Archived), 0)+1+liveRoom)
 	at := 0 // after the last summary kept
 	for i := range held {
 		m := held[i]

@@ -353,16 +353,16 @@ func (e *Engine) compact(ctx context.Context, ts *turnState, trigger string, sti
 
 // compactNow runs the tick's own compaction of NPC c (see compact).
 func (e *Engine) compactNow(ctx context.Context, c *character.Character, trigger string) (rec *sleep.Record, after *character.Character, err error) {
+	planned := false
 	if lc, ok := e.deps.Compactor.(liveCompactor); ok {
-		if live, ok := e.history.get(c.ID, c.State.HistoryRev); ok {
+		if live, held := e.history.get(c.ID, c.State.HistoryRev); held {
 			rec, after, err = lc.CompactLive(ctx, c, live, trigger, "")
-			if err == nil {
-				e.landed(rec, after)
-			}
-			return rec, after, err
+			planned = true
 		}
 	}
-	rec, after, err = e.deps.Compactor.Compact(ctx, c, trigger, "")
+	if !planned {
+		rec, after, err = e.deps.Compactor.Compact(ctx, c, trigger, "")
+	}
 	if err == nil {
 		e.landed(rec, after)
 	}
