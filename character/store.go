@@ -1413,7 +1413,13 @@ func (s *Store) ArchiveMessages(ctx context.Context, id string, ids []int64, com
 // running totals lose.
 func (s *Store) archiveRows(ctx context.Context, db *gorm.DB, id string, ids []int64, compactionID *int64) (HistoryDelta, error) {
 	var t archivedTotals
-	spanned, err := s.archiveSpan(ctx, db, id, ids, compactionID, &t)
+	// In order: a compaction's span lists the previous summary first,
+	// newer than the messages after it.
+	sorted := ids
+	if !slices.IsSorted(ids) {
+		sorted = slices.Sorted(slices.Values(ids))
+	}
+	spanned, err := s.archiveSpan(ctx, db, id, sorted, compactionID, &t)
 	if err != nil {
 		return HistoryDelta{}, fmt.Errorf("archive messages of %q: %w", id, err)
 	}
@@ -1440,9 +1446,10 @@ func (s *Store) archiveRows(ctx context.Context, db *gorm.DB, id string, ids []i
 	return HistoryDelta{LiveTokens: -t.live, SummaryTokens: -t.summary, LiveMessages: -t.count, ArchivedMessages: len(ids), Appended: true}, nil
 }
 
-// archiveSpan archives ids by their range when they are, in order, every
-// live message of the NPC from the first to the last, as a compaction's
-// span of the oldest live messages is, and reports whether it did;
+// archiveSpan archives ids, sorted, by their range when they are every
+// live message of the NPC from the first to the last, as the span of a
+// compaction is (the oldest live messages, and the summary of the one
+// before), and reports whether it did;
 // otherwise it changes nothing. Its two statements keep one text whatever
 // the number of ids, so on SQLite they stay prepared (store.TxStmts), where
 // the list of archiveSQL is parsed anew for every length: a third of
