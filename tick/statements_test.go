@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/internal/schema"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/store"
@@ -132,10 +133,10 @@ func countingEnv(t *testing.T) (*testEnv, *stmtLog) {
 	drv := probe.Driver()
 	probe.Close()
 	path := filepath.Join(t.TempDir(), "npcd.db")
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_txlock=immediate&_time_format=sqlite"
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
 	log := &stmtLog{}
 	pool := sql.OpenDB(&countingConnector{drv: drv, dsn: dsn, log: log})
-	pool.SetMaxOpenConns(1) // SQLite writers queue here, as the write gate queues them in the daemon
+	pool.SetMaxOpenConns(2) // SQLite writers queue for its lock (busy_timeout), and statements are prepared on the other connection, as in the daemon
 	db, err := gorm.Open(gormsqlite.New(gormsqlite.Config{Conn: pool}), &gorm.Config{Logger: logger.Discard, SkipDefaultTransaction: true})
 	if err != nil {
 		t.Fatal(err)
@@ -290,6 +291,62 @@ func TestRecallDoesNotReadBackTheTicksMessages(t *testing.T) {
 		}
 		if len(kept) == 0 || !reflect.DeepEqual(kept, built) {
 			t.Fatalf("%q: the index kept by the ticks finds\n%+v\nthe index built from the database\n%+v", q, kept, built)
+		}
+	}
+}
+
+// archiveByList is a piece of the statement that archives a list of
+// messages, whose text is parsed anew for every length of the list, and
+// archiveByRange one of the statement that archives a range of them.
+const (
+	archiveByList  = "UPDATE messages SET state = ?, compaction_id = ? WHERE character_id = ? AND state = ? AND id IN"
+	archiveByRange = "UPDATE messages SET state = ?, compaction_id = ? WHERE character_id = ? AND state = ? AND id BETWEEN"
+)
+
+// A compaction archives its span by its range, also when the span holds
+// the summary of the compaction before, which is newer than the messages
+// after it: every compaction of an NPC but its first.
+func TestCompactionsArchiveTheirSpanByItsRange(t *testing.T) {
+	env, log := countingEnv(t)
+	ctx := context.Background()
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 2048, 192
+	if _, err := env.eng.PutNPC(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	var summaries []int64
+	for c := 0; c < 3; c++ {
+		for i := 0; i < 4; i++ {
+			tickOnce(t, env, fmt.Sprintf("Compaction %d, round %d: the miller's cart lost a wheel on the north road again. ", c, i)+strings.Repeat("The wolves howled all night by the mill. ", 6))
+		}
+		log.reset()
+		rec, err := env.eng.Compact(ctx, "brom", "")
+		if err != nil || rec == nil {
+			t.Fatalf("compaction %d: %+v, %v", c, rec, err)
+		}
+		stmts, _ := log.taken()
+		byRange := 0
+		for _, s := range stmts {
+			if strings.Contains(s, archiveByList) {
+				t.Fatalf("compaction %d archived its span by a list of ids:\n%s", c, s)
+			}
+			if strings.Contains(s, archiveByRange) {
+				byRange++
+			}
+		}
+		if byRange != 1 {
+			t.Fatalf("compaction %d ran the archive by range %d times, want once:\n%s", c, byRange, strings.Join(stmts, "\n"))
+		}
+		summaries = append(summaries, rec.SummaryMessageID)
+	}
+	// The later compactions did archive the summary before them.
+	for _, id := range summaries[:len(summaries)-1] {
+		m, err := env.chars.MessageByID(ctx, "brom", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.State != character.StateArchived {
+			t.Fatalf("summary %d is %s after the next compaction, want archived", id, m.State)
 		}
 	}
 }
