@@ -1017,10 +1017,7 @@ func (d HistoryDelta) Columns() map[string]any {
 // stored one (its HistoryRev is next). d must not be zero.
 func (d HistoryDelta) ColumnsFrom(held int64) (cols map[string]any, next int64) {
 	cols = d.Columns()
-	next, other := newRev(), newRev()
-	for other == next {
-		other = newRev()
-	}
+	next, other := newRevs()
 	cols["history_rev"] = gorm.Expr(historyRevSQL, held, next, other)
 	return cols, next
 }
@@ -1100,14 +1097,10 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 // revision held is then, with what d inserted, exactly the stored one. An
 // NPC that does not exist is ErrNotFound.
 func (s *Store) AdvanceState(ctx context.Context, id string, cols map[string]any, d HistoryDelta, held int64) (State, bool, error) {
-	next := newRev()
-	var other int64
+	next, other := newRev(), int64(0)
 	if !d.Zero() {
-		other = newRev()
-		for other == next {
-			other = newRev()
-		}
 		// Fresh either way; which one says whether held was current.
+		next, other = newRevs()
 	}
 	st, err := s.advance(ctx, id, cols, d, held, next, other)
 	if err != nil {
@@ -1549,6 +1542,17 @@ func (t *archivedTotals) read(rows *sql.Rows, planned func(int64) bool) (int, er
 // written by different processes, or by an NPC deleted and created again,
 // never repeat one another.
 func newRev() int64 { return rand.Int64() }
+
+// newRevs returns two different fresh history revisions: the one a write
+// moves the revision to when the revision it was given was still the
+// stored one, and the one it moves it to otherwise (historyRevSQL).
+func newRevs() (next, other int64) {
+	next, other = newRev(), newRev()
+	for other == next {
+		other = newRev()
+	}
+	return next, other
+}
 
 // Totals are the running totals recomputed from the rows themselves.
 type Totals struct {

@@ -276,9 +276,7 @@ func (e *Engine) runBeside(ctx context.Context, bc backgroundCompactor, id strin
 		// again, is ErrNotFound there (the plan is of a life that is
 		// gone), and nothing is committed.
 		rec, after, err := bc.CommitState(ctx, run.c, run.plan, run.sum)
-		if err == nil {
-			e.landed(rec, after)
-		}
+		e.landed(rec, after, err)
 		return err
 	})
 	if errors.Is(err, sleep.ErrStale) {
@@ -386,9 +384,7 @@ func (e *Engine) handOver(ctx context.Context, c *character.Character) (rec *sle
 	if errors.Is(err, sleep.ErrStale) {
 		return nil, nil, waited, false, nil
 	}
-	if err == nil {
-		e.landed(rec, after)
-	}
+	e.landed(rec, after, err)
 	return rec, after, waited, err == nil, err
 }
 

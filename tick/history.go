@@ -303,29 +303,20 @@ func (h *historyCache) compacted(id string, ch *sleep.LiveChange, rev int64) {
 	for _, m := range ch.Archived {
 		gone[m] = true
 	}
-	masked := make(map[int64]bool, len(ch.Masked))
-	for _, m := range ch.Masked {
-		masked[m] = true
-	}
 	// A new array: a history changed otherwise than by appending or by
 	// masking is another array (see livePrompt), and the tick that
 	// compacted reads the held one until it reads the history again.
 	out := make([]character.Message, 0, max(len(held)-len(ch.Archived), 0)+1+liveRoom)
 	at := 0 // after the last summary kept
 	for i := range held {
-		m := held[i]
-		if gone[m.ID] {
-			continue
-		}
-		if masked[m.ID] {
-			m.Masked = true
-		}
-		out = append(out, m)
-		if m.Summary {
-			at = len(out)
+		if !gone[held[i].ID] {
+			out = append(out, held[i])
+			if held[i].Summary {
+				at = len(out)
+			}
 		}
 	}
-	h.put(id, rev, slices.Insert(out, at, ch.Summary))
+	h.put(id, rev, afterTurn(slices.Insert(out, at, ch.Summary), nil, ch.Masked))
 }
 
 // liveRoom is the room a history rewritten by a compaction keeps to grow:

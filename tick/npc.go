@@ -179,9 +179,7 @@ func (e *Engine) Compact(ctx context.Context, id, instruction string) (*sleep.Re
 		}
 		var after *character.Character
 		rec, after, err = e.deps.Compactor.Compact(ctx, c, sleep.TriggerManual, instruction)
-		if err == nil {
-			e.landed(rec, after)
-		}
+		e.landed(rec, after, err)
 		return err
 	})
 	return rec, err

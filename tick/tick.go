@@ -363,17 +363,16 @@ func (e *Engine) compactNow(ctx context.Context, c *character.Character, trigger
 	if !planned {
 		rec, after, err = e.deps.Compactor.Compact(ctx, c, trigger, "")
 	}
-	if err == nil {
-		e.landed(rec, after)
-	}
+	e.landed(rec, after, err)
 	return rec, after, err
 }
 
 // landed writes what compaction rec, which left the NPC as after, did to
 // its live history through to the history held in memory (see
-// historyCache.compacted). The caller holds the NPC's lock.
-func (e *Engine) landed(rec *sleep.Record, after *character.Character) {
-	if rec != nil && after != nil {
+// historyCache.compacted), unless the compaction failed (err). The caller
+// holds the NPC's lock.
+func (e *Engine) landed(rec *sleep.Record, after *character.Character, err error) {
+	if err == nil && rec != nil && after != nil {
 		e.history.compacted(after.ID, rec.Live, after.State.HistoryRev)
 	}
 }
