@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -152,21 +153,108 @@ func TestBenchTicksCountsCompactionsBesideTheTicks(t *testing.T) {
 	}
 }
 
-// The setup of bench ticks (the archived history, the warm-up round) is
+// The setup of bench ticks (the archived history, the warm-up rounds) is
 // labelled bench=setup in its CPU profile, so that go tool pprof
-// -tagignore bench=setup shows the measured ticks alone. A profile holds
-// a label's key and value in its string table.
-func TestBenchTicksProfileLabelsTheSetup(t *testing.T) {
+// -tagignore bench=setup shows the measured ticks alone, and the measured
+// ticks round=N, N from 1, so that -tagfocus shows one round: the
+// profile's samples carry those labels.
+func TestBenchTicksProfileLabelsTheSetupAndTheRounds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cpu.pprof")
 	var out, errb bytes.Buffer
-	args := []string{"bench", "ticks", "--npcs", "2", "--ticks", "4", "--history", "60000", "--cpuprofile", path}
+	args := []string{"bench", "ticks", "--npcs", "40", "--ticks", "1200", "--workers", "2", "--history", "60000", "--cpuprofile", path}
 	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
 		t.Fatalf("bench ticks: %v\n%s", err, errb.String())
 	}
-	raw := readProfile(t, path)
-	for _, s := range []string{"setup"} {
-		if !bytes.Contains(raw, []byte(s)) {
-			t.Fatalf("the profile holds no %q: the setup is not labelled", s)
+	labels := sampleLabels(t, readProfile(t, path))
+	if !labels["bench=setup"] {
+		t.Fatalf("no sample labelled bench=setup: the setup is not labelled (labels %v)", labels)
+	}
+	measured := 0
+	for l := range labels {
+		if n, err := strconv.Atoi(strings.TrimPrefix(l, "round=")); err == nil && strings.HasPrefix(l, "round=") {
+			if n > 30 {
+				t.Errorf("label %s: the run measured 30 rounds", l)
+			}
+			if n >= 1 {
+				measured++
+			}
+		}
+	}
+	if measured == 0 {
+		t.Fatalf("no sample labelled with a measured round (labels %v)", labels)
+	}
+}
+
+// sampleLabels returns the labels the samples of the pprof profile raw
+// (uncompressed) carry, as key=value: the Profile message's samples (field
+// 2) hold labels (field 3) whose key (1) and value (2) index its string
+// table (6).
+func sampleLabels(t *testing.T, raw []byte) map[string]bool {
+	t.Helper()
+	var strs []string
+	var pairs [][2]uint64
+	eachField(t, raw, func(num int, v uint64, b []byte) {
+		switch num {
+		case 6:
+			strs = append(strs, string(b))
+		case 2:
+			eachField(t, b, func(num int, _ uint64, b []byte) {
+				if num != 3 {
+					return
+				}
+				var kv [2]uint64
+				eachField(t, b, func(num int, v uint64, _ []byte) {
+					if num == 1 || num == 2 {
+						kv[num-1] = v
+					}
+				})
+				pairs = append(pairs, kv)
+			})
+		}
+	})
+	out := map[string]bool{}
+	for _, kv := range pairs {
+		if kv[0] >= uint64(len(strs)) || kv[1] >= uint64(len(strs)) {
+			t.Fatalf("a label indexes past the string table (%d strings)", len(strs))
+		}
+		out[strs[kv[0]]+"="+strs[kv[1]]] = true
+	}
+	return out
+}
+
+// eachField calls f with each field of the protocol buffer message b: its
+// number, and its value (varint) or bytes (length-delimited); fixed-size
+// fields are skipped.
+func eachField(t *testing.T, b []byte, f func(num int, v uint64, b []byte)) {
+	t.Helper()
+	for len(b) > 0 {
+		tag, n := binary.Uvarint(b)
+		if n <= 0 {
+			t.Fatal("a malformed field tag in the profile")
+		}
+		b = b[n:]
+		num := int(tag >> 3)
+		switch tag & 7 {
+		case 0:
+			v, n := binary.Uvarint(b)
+			if n <= 0 {
+				t.Fatal("a malformed varint in the profile")
+			}
+			f(num, v, nil)
+			b = b[n:]
+		case 1:
+			b = b[8:]
+		case 2:
+			l, n := binary.Uvarint(b)
+			if n <= 0 || uint64(len(b)-n) < l {
+				t.Fatal("a malformed length in the profile")
+			}
+			f(num, 0, b[n:n+int(l)])
+			b = b[n+int(l):]
+		case 5:
+			b = b[4:]
+		default:
+			t.Fatalf("wire type %d in the profile", tag&7)
 		}
 	}
 }
