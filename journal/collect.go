@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -132,8 +133,9 @@ func keepResult(buf *[]Result, res Result) *Result {
 //
 // Contents longer than maxBytes (when > 0) are cut to a snippet around the
 // query's terms, and a result cites only the parts whose text it keeps.
-// Without parts, results leave Parts nil.
-func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window, cache *rowCache, parts bool) ([]Result, bool, error) {
+// Without parts, results leave Parts nil. Messages of live, the NPC's live
+// history as the caller holds it, are not read (see load).
+func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k int, terms []string, maxBytes int, w window, cache *rowCache, live []character.Message, parts bool) ([]Result, bool, error) {
 	var out []*group
 	sc := getScratch()
 	defer sc.put()
@@ -173,7 +175,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 			}
 		}
 		rows := sc.loaded
-		if err := s.load(ctx, npc, batch, cache, rows, &sc.results); err != nil {
+		if err := s.load(ctx, npc, batch, cache, live, rows, &sc.results); err != nil {
 			return nil, false, err
 		}
 		for _, c := range batch {
@@ -379,9 +381,11 @@ func cleanSources(s character.Sources) character.Sources {
 // instead.
 //
 // Messages and journal entries are found in cache first, and those read
-// are added to it. The results go into out, emptied first, their copies
-// kept in buf when it is not nil (keepResult).
-func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache, out map[itemKey]*Result, buf *[]Result) error {
+// are added to it. Messages of live, the NPC's live history as the caller
+// holds it (see SearchOptions.Live), are made from it instead of read, and
+// added too. The results go into out, emptied first, their copies kept in
+// buf when it is not nil (keepResult).
+func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *rowCache, live []character.Message, out map[itemKey]*Result, buf *[]Result) error {
 	var ids [3][]int64
 	clear(out)
 	for _, c := range cs {
@@ -389,6 +393,16 @@ func (s *Store) load(ctx context.Context, npc string, cs []candidate, cache *row
 		if c.kind != kindMemory {
 			if res, ok := cache.get(k); ok {
 				out[k] = keepResult(buf, res)
+				continue
+			}
+		}
+		if c.kind == kindMessage {
+			if m := heldMessage(live, c.id); m != nil && m.CharacterID == npc {
+				if !m.Summary { // as loadRows leaves summaries out
+					res := messageResult(m.ID, m.Content, unstamped(m.Content), m.EventRefs.V, s.asStored(m.GameTime))
+					cache.put(res)
+					out[k] = keepResult(buf, res)
+				}
 				continue
 			}
 		}
@@ -473,6 +487,32 @@ func (s *Store) loadRows(ctx context.Context, npc string, kind itemKind, ids []i
 		return fmt.Errorf("read %s of %q: %w", kindNames[kind], npc, err)
 	}
 	return nil
+}
+
+// heldMessage returns the message of id in live, nil when live does not
+// hold it. A live history holds its summaries first, then its other
+// messages in the order of their ids, which are searched for id (a
+// summary is never a search's candidate).
+func heldMessage(live []character.Message, id int64) *character.Message {
+	from := 0
+	for from < len(live) && live[from].Summary {
+		from++
+	}
+	rest := live[from:]
+	i, found := slices.BinarySearchFunc(rest, id, func(m character.Message, id int64) int { return cmp.Compare(m.ID, id) })
+	if !found {
+		return nil
+	}
+	return &rest[i]
+}
+
+// asStored returns t as the database gives it back: PostgreSQL keeps
+// microseconds.
+func (s *Store) asStored(t time.Time) time.Time {
+	if store.IsSQLite(s.db) {
+		return t
+	}
+	return t.Truncate(time.Microsecond)
 }
 
 // kindNames name the kinds of items in errors.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"sort"
+
+	"github.com/npcd/npcd/character"
 )
 
 // Pseudo-relevance feedback: the best matches of a query tell what it is
@@ -26,8 +28,9 @@ const (
 // words the query lacks, found in at least two of the NPC's items (a word
 // of one line says nothing of others), and no one's name (the names a
 // query needs are its own; a speaker's name would pull everything they
-// said).
-func (r *Retriever) feedbackTerms(ctx context.Context, x *npcIndex, ranked []candidate, terms []string) ([]string, error) {
+// said). Those messages are taken from live when it holds them (see
+// SearchOptions.Live).
+func (r *Retriever) feedbackTerms(ctx context.Context, x *npcIndex, ranked []candidate, terms []string, live []character.Message) ([]string, error) {
 	top := make([]candidate, 0, feedbackDocs)
 	for _, c := range ranked {
 		if len(top) == feedbackDocs {
@@ -41,7 +44,7 @@ func (r *Retriever) feedbackTerms(ctx context.Context, x *npcIndex, ranked []can
 		return nil, nil
 	}
 	rows := make(map[itemKey]*Result, len(top))
-	if err := r.store.load(ctx, x.npc, top, &x.rows, rows, nil); err != nil {
+	if err := r.store.load(ctx, x.npc, top, &x.rows, live, rows, nil); err != nil {
 		return nil, err
 	}
 	inQuery := make(map[string]bool, len(terms))

@@ -61,7 +61,7 @@ func TestFeedbackTerms(t *testing.T) {
 	for _, p := range x.users[:2] {
 		ranked = append(ranked, candidate{p: p, kind: kindMessage, id: x.items[p].id, score: 1})
 	}
-	words, err := r.feedbackTerms(ctx, x, ranked, []string{"mara", "paint"})
+	words, err := r.feedbackTerms(ctx, x, ranked, []string{"mara", "paint"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

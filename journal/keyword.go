@@ -50,7 +50,7 @@ func (s *Store) Search(ctx context.Context, id, query string, k int) ([]Result, 
 		cs = append(cs, candidate{kind: h.kind, id: h.id, score: h.score / best, parts: scoreParts{keyword: h.score / best}})
 	}
 	sortCandidates(cs)
-	rs, _, err := s.collect(ctx, id, cs, k, terms, DefaultMaxContentBytes, window{}, nil, true)
+	rs, _, err := s.collect(ctx, id, cs, k, terms, DefaultMaxContentBytes, window{}, nil, nil, true)
 	return rs, err
 }
 

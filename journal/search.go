@@ -129,6 +129,14 @@ type SearchOptions struct {
 	// NoParts leaves Result.Parts nil, for a caller that reads only the
 	// results and their scores (the tick's working context).
 	NoParts bool
+	// Live is the NPC's live history as the caller holds it, as stored
+	// (summaries first, then the other messages in the order of their
+	// ids), or nil: a result showing one of its messages is made from it
+	// instead of read from the database. The search only reads it. The
+	// results are the same either way: a tick, which holds its NPC's
+	// history, saves a read for each message it is shown of its own
+	// context, which the rows its index keeps may no longer hold.
+	Live []character.Message
 }
 
 // SearchWith is Search with the work trimmed as o says.
@@ -196,7 +204,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 	named := x.named(terms)
 	ranked := r.rank(x, qv != nil && !x.noVecPool, x.wv != nil, hits, pool, now, named)
 	if r.cfg.wFeedback > 0 && !o.NoFeedback {
-		more, err := r.feedbackTerms(ctx, x, ranked, terms)
+		more, err := r.feedbackTerms(ctx, x, ranked, terms, o.Live)
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +213,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 			ranked = r.rank(x, qv != nil && !x.noVecPool, x.wv != nil, hits, pool, now, named)
 		}
 	}
-	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows, !o.NoParts)
+	results, missing, err := r.store.collect(ctx, npc, ranked, k, terms, r.cfg.maxBytes, r.window(x), &x.rows, o.Live, !o.NoParts)
 	if err != nil {
 		return nil, err
 	}

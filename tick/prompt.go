@@ -188,7 +188,7 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			q = append(q, ev.Text)
 		}
 		query := truncate(strings.Join(q, " "), 1000)
-		rs, err := e.recall(ctx, c.ID, query, e.cfg.RecallK+4)
+		rs, err := e.recall(ctx, c.ID, query, e.cfg.RecallK+4, live)
 		if err != nil {
 			return "", err
 		}
@@ -263,10 +263,11 @@ type boundedSearcher interface {
 // recall searches the NPC's memory for the working context: bounded by
 // RecallWindow and without pseudo-relevance feedback, which ranks a
 // second time for lines that share no word with what was perceived, when
-// the Retriever can.
-func (e *Engine) recall(ctx context.Context, npc, query string, k int) ([]journal.Result, error) {
+// the Retriever can. live is the NPC's live history as stored: messages of
+// it that the search shows are not read again.
+func (e *Engine) recall(ctx context.Context, npc, query string, k int, live []character.Message) ([]journal.Result, error) {
 	if b, ok := e.deps.Retriever.(boundedSearcher); ok {
-		return b.SearchWith(ctx, npc, query, k, journal.SearchOptions{NoFeedback: true, Window: RecallWindow, NoParts: true})
+		return b.SearchWith(ctx, npc, query, k, journal.SearchOptions{NoFeedback: true, Window: RecallWindow, NoParts: true, Live: live})
 	}
 	return e.deps.Retriever.Search(ctx, npc, query, k)
 }

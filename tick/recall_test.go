@@ -16,10 +16,14 @@ import (
 type recordingSearcher struct {
 	*journal.Retriever
 	opts []journal.SearchOptions
+	seen func(journal.SearchOptions) // when set, called with the options of each
 }
 
 func (r *recordingSearcher) SearchWith(ctx context.Context, npc, query string, k int, o journal.SearchOptions) ([]journal.Result, error) {
 	r.opts = append(r.opts, o)
+	if r.seen != nil {
+		r.seen(o)
+	}
 	return r.Retriever.SearchWith(ctx, npc, query, k, o)
 }
 
@@ -57,8 +61,11 @@ func TestWorkingContextRecallsBeyondTheWindow(t *testing.T) {
 	if !strings.Contains(got, RecalledHeader) || !strings.Contains(got, "silver amulet under the old oak") {
 		t.Fatalf("the working context does not recall the amulet:\n%s", got)
 	}
-	if len(rec.opts) != 1 || rec.opts[0] != (journal.SearchOptions{NoFeedback: true, Window: RecallWindow, NoParts: true}) {
-		t.Fatalf("the working context searched with %+v, want one bounded search", rec.opts)
+	if len(rec.opts) != 1 {
+		t.Fatalf("the working context searched %d times, want once", len(rec.opts))
+	}
+	if o := rec.opts[0]; !o.NoFeedback || o.Window != RecallWindow || !o.NoParts || o.Live != nil {
+		t.Fatalf("the working context searched with %+v, want one bounded search given the history it was given (none)", o)
 	}
 }
 
@@ -78,5 +85,47 @@ func TestAllInTheLiveHistory(t *testing.T) {
 	}
 	if allIn([]int64{9}, nil) {
 		t.Error("allIn with no live history = true")
+	}
+}
+
+// The working context's search is given the NPC's live history, as
+// stored, so that the messages of it which the search shows are not read
+// again (journal.SearchOptions.Live).
+func TestWorkingContextSearchIsGivenTheLiveHistory(t *testing.T) {
+	var rec *recordingSearcher
+	env := openEnvDeps(t, t.TempDir()+"/npcd.db", nil, 0, func(d *Deps) {
+		rec = &recordingSearcher{Retriever: d.Retriever.(*journal.Retriever)}
+		d.Retriever = rec
+	})
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(ms []character.Message) []int64 {
+		out := []int64{}
+		for _, m := range ms {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	var given, stored [][]int64
+	rec.seen = func(o journal.SearchOptions) {
+		ms, err := env.chars.LiveMessages(ctx, "brom")
+		if err != nil {
+			t.Error(err)
+		}
+		given, stored = append(given, ids(o.Live)), append(stored, ids(ms))
+	}
+	askAndTick(t, env, "brom", "r", 4)
+	if len(given) != 4 {
+		t.Fatalf("%d searches in 4 ticks, want 4", len(given))
+	}
+	for i := range given {
+		if i > 0 && len(stored[i]) == 0 {
+			t.Fatalf("tick %d: nothing stored before it; the test ticks nothing", i+1)
+		}
+		if fmt.Sprint(given[i]) != fmt.Sprint(stored[i]) {
+			t.Errorf("tick %d searched given the messages %v, want the live history %v", i+1, given[i], stored[i])
+		}
 	}
 }
