@@ -27,19 +27,27 @@ func (r *recordingSearcher) SearchWith(ctx context.Context, npc, query string, k
 	return r.Retriever.SearchWith(ctx, npc, query, k, o)
 }
 
-// The working context of an NPC whose life is far longer than the recall
-// window still shows the old line that answers what it perceives, and
-// its search is the bounded one.
-func TestWorkingContextRecallsBeyondTheWindow(t *testing.T) {
+// recordingBrom opens an engine whose searches a recordingSearcher
+// records, and puts brom.
+func recordingBrom(t *testing.T) (*testEnv, *recordingSearcher) {
+	t.Helper()
 	var rec *recordingSearcher
 	env := openEnvDeps(t, t.TempDir()+"/npcd.db", nil, 0, func(d *Deps) {
 		rec = &recordingSearcher{Retriever: d.Retriever.(*journal.Retriever)}
 		d.Retriever = rec
 	})
-	ctx := context.Background()
-	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+	if _, err := env.eng.PutNPC(context.Background(), brom()); err != nil {
 		t.Fatal(err)
 	}
+	return env, rec
+}
+
+// The working context of an NPC whose life is far longer than the recall
+// window still shows the old line that answers what it perceives, and
+// its search is the bounded one.
+func TestWorkingContextRecallsBeyondTheWindow(t *testing.T) {
+	env, rec := recordingBrom(t)
+	ctx := context.Background()
 	msgs := []*character.Message{{Role: llm.RoleUser, Turn: 1, Content: `[2026-11-01 10:00] alice says: "I buried the silver amulet under the old oak."`}}
 	for i := 0; i < RecallWindow+300; i++ {
 		msgs = append(msgs, &character.Message{Role: llm.RoleUser, Turn: 1,
@@ -92,15 +100,8 @@ func TestAllInTheLiveHistory(t *testing.T) {
 // stored, so that the messages of it which the search shows are not read
 // again (journal.SearchOptions.Live).
 func TestWorkingContextSearchIsGivenTheLiveHistory(t *testing.T) {
-	var rec *recordingSearcher
-	env := openEnvDeps(t, t.TempDir()+"/npcd.db", nil, 0, func(d *Deps) {
-		rec = &recordingSearcher{Retriever: d.Retriever.(*journal.Retriever)}
-		d.Retriever = rec
-	})
+	env, rec := recordingBrom(t)
 	ctx := context.Background()
-	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
-		t.Fatal(err)
-	}
 	ids := func(ms []character.Message) []int64 {
 		out := []int64{}
 		for _, m := range ms {
