@@ -42,21 +42,20 @@ func TestSearchTakesShownMessagesFromTheLiveHistory(t *testing.T) {
 	live := []character.Message{*msgs[4], *msgs[0], *msgs[1], *msgs[2], *msgs[3]}
 
 	var reads atomic.Int64
-	var searchAgain func([]character.Message) ([]Result, int64)
 	e.jour.onLoad = func(k itemKind) {
 		if k == kindMessage {
 			reads.Add(1)
 		}
 	}
 	defer func() { e.jour.onLoad = nil }()
-	var r *Retriever
-	search := func(live []character.Message) ([]Result, int64) {
-		t.Helper()
-		r = e.retriever(t)
-		r.cfg.keepBytes = 0 // the refresh keeps no rows: what is shown is read or held
-		return searchAgain(live)
+	// fresh is a retriever whose refresh keeps no rows: what a search shows
+	// is read or held.
+	fresh := func() *Retriever {
+		r := e.retriever(t)
+		r.cfg.keepBytes = 0
+		return r
 	}
-	searchAgain = func(live []character.Message) ([]Result, int64) {
+	search := func(r *Retriever, live []character.Message) ([]Result, int64) {
 		t.Helper()
 		reads.Store(0)
 		rs, err := r.SearchWith(ctx, "brom", "sword", 5, SearchOptions{Live: live})
@@ -65,7 +64,7 @@ func TestSearchTakesShownMessagesFromTheLiveHistory(t *testing.T) {
 		}
 		return rs, reads.Load()
 	}
-	read, n := search(nil)
+	read, n := search(fresh(), nil)
 	if n == 0 {
 		t.Fatal("a search without the live history read no message rows; the test counts the wrong statement")
 	}
@@ -78,7 +77,8 @@ func TestSearchTakesShownMessagesFromTheLiveHistory(t *testing.T) {
 	if shown < 3 {
 		t.Fatalf("the search shows %d messages, want the test's at least 3: %+v", shown, read)
 	}
-	held, n := search(live)
+	r := fresh()
+	held, n := search(r, live)
 	if n != 0 {
 		t.Errorf("a search given the live history read message rows %d times, want none", n)
 	}
@@ -87,14 +87,14 @@ func TestSearchTakesShownMessagesFromTheLiveHistory(t *testing.T) {
 	}
 	// They are kept as rows read are: the same search without the
 	// history, once a compaction archived them, reads none of them.
-	again, n := searchAgain(nil)
+	again, n := search(r, nil)
 	if n != 0 {
 		t.Errorf("a search after one given the live history read message rows %d times, want none: it kept none", n)
 	}
 	if diff := cmp.Diff(read, again); diff != "" {
 		t.Errorf("messages kept from the live history show otherwise than read (-read +kept):\n%s", diff)
 	}
-	part, n := search(live[3:]) // the two newest only
+	part, n := search(fresh(), live[3:]) // the two newest only
 	if n == 0 {
 		t.Error("a search given part of the history read no rows, though it shows messages the part does not hold")
 	}
@@ -107,7 +107,7 @@ func TestSearchTakesShownMessagesFromTheLiveHistory(t *testing.T) {
 		other[i].CharacterID = "someone"
 		other[i].Content = "a sword of someone else"
 	}
-	foreign, n := search(other)
+	foreign, n := search(fresh(), other)
 	if n == 0 {
 		t.Error("a search given another NPC's history read no rows")
 	}

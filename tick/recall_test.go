@@ -116,6 +116,12 @@ func TestWorkingContextSearchIsGivenTheLiveHistory(t *testing.T) {
 			t.Error(err)
 		}
 		given, stored = append(given, ids(o.Live)), append(stored, ids(ms))
+		for _, m := range o.Live {
+			if m.CharacterID != "brom" {
+				// The search takes only the NPC's own messages from it.
+				t.Errorf("the history given holds message %d of NPC %q, want brom's", m.ID, m.CharacterID)
+			}
+		}
 	}
 	askAndTick(t, env, "brom", "r", 4)
 	if len(given) != 4 {
