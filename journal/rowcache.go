@@ -101,6 +101,12 @@ func (c *rowCache) put(res Result) {
 	if c == nil {
 		return
 	}
+	c.seq++
+	c.putUsed(res, c.seq)
+}
+
+// putUsed keeps res as last used at used.
+func (c *rowCache) putUsed(res Result, used uint64) {
 	k := itemKey{kindMessage, res.ID}
 	if res.Kind == KindJournal {
 		k.kind = kindJournal
@@ -111,9 +117,8 @@ func (c *rowCache) put(res Result) {
 	if old, ok := c.res[k]; ok {
 		c.bytes -= old.size
 	}
-	c.seq++
 	size := resultBytes(&res)
-	c.res[k] = &keptResult{res: res, size: size, used: c.seq}
+	c.res[k] = &keptResult{res: res, size: size, used: used}
 	c.bytes += size
 	if c.bytes > c.bound() {
 		c.shrink(c.bound() * 3 / 4)
@@ -171,15 +176,18 @@ func (c *rowCache) size() int64 {
 	return c.bytes
 }
 
-// keepNewest keeps the results of the newest of n rows, in id order, as
-// far as they fit in bound bytes; result(i) makes row i's result. A row
-// whose result cannot be made, and those before it, are left to load,
-// which reports what is wrong with it if a search shows it.
+// keepNewest keeps the results of the newest of n rows as far as they fit
+// in bound bytes, each as used in id order (an older row is dropped
+// first); result(i) makes row i's result. A row whose result cannot be
+// made, and those before it, are left to load, which reports what is
+// wrong with it if a search shows it. The rows are kept newest first as
+// they are made, not gathered first: a build keeps some hundred of them.
 func (c *rowCache) keepNewest(n int, bound int64, result func(i int) (Result, error)) {
-	if c == nil {
+	if c == nil || n == 0 {
 		return
 	}
-	var rs []Result
+	base := c.seq
+	c.seq += uint64(n)
 	sum := int64(0)
 	for i := n - 1; i >= 0; i-- {
 		res, err := result(i)
@@ -189,9 +197,6 @@ func (c *rowCache) keepNewest(n int, bound int64, result func(i int) (Result, er
 		if sum += resultBytes(&res); sum > bound {
 			break
 		}
-		rs = append(rs, res)
-	}
-	for i := len(rs) - 1; i >= 0; i-- {
-		c.put(rs[i])
+		c.putUsed(res, base+uint64(i)+1)
 	}
 }

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -296,6 +297,49 @@ func TestRowCacheStaysWithinItsBounds(t *testing.T) {
 	}
 	if _, ok := x.rows.get(itemKey{kindMessage, ids[0]}); ok {
 		t.Error("the refresh kept the oldest message, past its bound")
+	}
+}
+
+// TestKeepNewestKeepsTheNewestAsUsedInIDOrder checks that keepNewest keeps
+// the newest rows that fit its bound, none after a row whose result cannot
+// be made, each as used in id order: the older are dropped first.
+func TestKeepNewestKeepsTheNewestAsUsedInIDOrder(t *testing.T) {
+	var c rowCache
+	c.put(messageResult(1000, "x", "kept before", nil, t0))
+	text := strings.Repeat("y", 100)
+	each := resultBytes(new(messageResult(1, text, text, nil, t0)))
+	made := 0
+	c.keepNewest(20, 5*each, func(i int) (Result, error) {
+		made++
+		return messageResult(int64(i+1), text, text, nil, t0), nil
+	})
+	if made != 6 {
+		t.Errorf("keepNewest made %d results for a bound of 5, want 6 (the one past the bound tells)", made)
+	}
+	for id := int64(1); id <= 20; id++ {
+		_, kept := c.res[itemKey{kindMessage, id}]
+		if want := id > 15; kept != want {
+			t.Errorf("message %d kept: %v, want %v", id, kept, want)
+		}
+	}
+	c.get(itemKey{kindMessage, 16}) // used again: now the last used
+	c.shrink(3 * each)
+	for id, want := range map[int64]bool{1000: false, 16: true, 17: false, 18: false, 19: true, 20: true} {
+		if _, kept := c.res[itemKey{kindMessage, id}]; kept != want {
+			t.Errorf("after shrinking, message %d kept: %v, want %v (dropped: the least recently used first, the older of the kept first)", id, kept, want)
+		}
+	}
+	var bad rowCache
+	bad.keepNewest(10, 1<<20, func(i int) (Result, error) {
+		if i == 6 {
+			return Result{}, errors.New("bad refs")
+		}
+		return messageResult(int64(i+1), text, text, nil, t0), nil
+	})
+	for id := int64(1); id <= 10; id++ {
+		if _, kept := bad.res[itemKey{kindMessage, id}]; kept != (id > 7) {
+			t.Errorf("with row 7 unreadable, message %d kept: %v, want %v", id, kept, id > 7)
+		}
 	}
 }
 
