@@ -223,6 +223,7 @@ type Engine struct {
 	toolsets sync.Map // npc id → cachedSet
 	settings sync.Map // npc id → *character.Character: settings as last read, no state
 	history  *historyCache
+	lent     lentArrays  // the arrays of prompts given to models that keep none
 	feed     *feedSignal // wakes action feed readers
 	commits  *committer  // groups the commits of concurrent ticks
 	auto     *autoTicker

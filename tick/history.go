@@ -13,9 +13,9 @@ import (
 )
 
 // DefaultHistoryCacheBytes bounds the live histories the engine keeps in
-// memory (see Config.HistoryCacheBytes). A held message costs about 850
+// memory (see Config.HistoryCacheBytes). A held message costs about 700
 // bytes (the row, its prompt form, and the room its history's array keeps
-// to grow), so this holds the full contexts of about 2,000 NPCs of the
+// to grow), so this holds the full contexts of about 2,400 NPCs of the
 // default window; a world that ticks more NPCs in turn reads the histories
 // that do not fit back from the database (see put).
 const DefaultHistoryCacheBytes = 256 << 20
@@ -159,16 +159,13 @@ func (h *historyCache) promptOf(id string) *livePrompt {
 // and the summary headSummary. Only the tick holding the NPC's lock reads
 // or writes it; the slices given to a model are new, and share only what
 // is never changed, so a model may keep them, unless the model keeps none
-// (assembleLent).
+// (lendingPrompt).
 type livePrompt struct {
 	base                          *character.Message
 	msgs                          []llm.Message
 	ids                           []int64
 	masked                        []bool
 	headSystem, headSummary, head string
-	// lent is the array of the prompts given to a model that keeps none
-	// of them (livePrompt.assembleLent).
-	lent []llm.Message
 	// counter, when set (countWith), counts each prompt build makes, so
 	// that a model reporting usage by counting need not count it again:
 	// toks[i] is its count of msgs[i], -1 until counted, headN that of the
@@ -274,7 +271,7 @@ func (lp *livePrompt) bytes() int64 {
 	if lp == nil {
 		return 0
 	}
-	n := int64(cap(lp.msgs)+cap(lp.lent))*int64(unsafe.Sizeof(llm.Message{})) + int64(cap(lp.ids))*9 + int64(cap(lp.toks))*4 + int64(len(lp.head))
+	n := int64(cap(lp.msgs))*int64(unsafe.Sizeof(llm.Message{})) + int64(cap(lp.ids))*9 + int64(cap(lp.toks))*4 + int64(len(lp.head))
 	for i := range lp.msgs {
 		if lp.masked[i] {
 			n += int64(len(lp.msgs[i].Content))

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/npcd/npcd/character"
@@ -359,20 +360,66 @@ func (lp *livePrompt) assemble(system string, live []character.Message, working 
 	return lp.build(make([]llm.Message, 0, len(live)+len(current)+1), system, live, working, current)
 }
 
-// assembleLent is assemble for a model that keeps nothing of the slice it
-// is given (llm.MessagesBorrower): the slice is built in lp's array, the
-// one the previous call of the NPC's model was given. With lp nil it is
-// assemble.
-func (lp *livePrompt) assembleLent(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
+// lendingPrompt returns assemble for a model that keeps nothing of the
+// slice it is given (llm.MessagesBorrower): each prompt is built in one
+// array taken from arrays, the one the previous prompt of the caller was
+// built in, and done gives that array back once no prompt built in it is
+// read any more. With lp nil it is assemble, and done does nothing.
+func (lp *livePrompt) lendingPrompt(arrays *lentArrays) (prompt func(system string, live []character.Message, working string, current []*character.Message) []llm.Message, done func()) {
 	if lp == nil {
-		return lp.assemble(system, live, working, current)
+		return lp.assemble, func() {}
 	}
-	if n := len(live) + len(current) + 1; cap(lp.lent) < n {
-		lp.lent = make([]llm.Message, 0, n+n/4)
+	buf := arrays.get()
+	prompt = func(system string, live []character.Message, working string, current []*character.Message) []llm.Message {
+		out := lp.build(buf[:0], system, live, working, current)
+		buf = out[:0]
+		return out
 	}
-	out := lp.build(lp.lent[:0], system, live, working, current)
-	lp.lent = out[:0]
-	return out
+	return prompt, func() { arrays.put(buf) }
+}
+
+// lentArrays keeps the arrays prompts were built in for models that keep
+// nothing of them (livePrompt.lendingPrompt), for the next tick of any
+// NPC: as many as ticks call such a model at once, not one for each NPC
+// whose history is held.
+type lentArrays struct {
+	mu   sync.Mutex
+	free [][]llm.Message
+}
+
+// maxLentArrays bounds the arrays lentArrays keeps, and maxLentLen the
+// length of one it keeps: a longer one is left to the garbage collector.
+const (
+	maxLentArrays = 64
+	maxLentLen    = 4096
+)
+
+// get returns an array to build a prompt in, empty.
+func (a *lentArrays) get() []llm.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n := len(a.free); n > 0 {
+		buf := a.free[n-1]
+		a.free[n-1] = nil
+		a.free = a.free[:n-1]
+		return buf
+	}
+	return nil
+}
+
+// put keeps buf for a later get, cleared so that it holds no message
+// alive.
+func (a *lentArrays) put(buf []llm.Message) {
+	if cap(buf) == 0 || cap(buf) > maxLentLen {
+		return
+	}
+	buf = buf[:cap(buf)]
+	clear(buf)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.free) < maxLentArrays {
+		a.free = append(a.free, buf[:0])
+	}
 }
 
 // build appends the prompt to out (see assemble).

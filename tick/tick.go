@@ -396,7 +396,9 @@ func (e *Engine) runModel(ctx context.Context, ts *turnState, set *tools.Set, wo
 	lp.countWith(e.models.UsageCounter(c.Model))
 	prompt := lp.assemble
 	if _, ok := e.models.Model(c.Model).(llm.MessagesBorrower); ok {
-		prompt = lp.assembleLent
+		var done func()
+		prompt, done = lp.lendingPrompt(&e.lent)
+		defer done()
 	}
 	for step := 0; step < c.MaxSteps; {
 		if step > 0 && ts.deferred {
