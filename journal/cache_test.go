@@ -41,9 +41,15 @@ func TestIndexCacheStaysWithinItsBudget(t *testing.T) {
 	if all.Entries != len(ids) || all.Bytes <= 0 {
 		t.Fatalf("after searching %d NPCs: %+v", len(ids), all)
 	}
-	one := all.Bytes / int64(len(ids))
+	// An index with the results its searches keep, and without them: a
+	// cache over its budget drops those of the others (not those of the
+	// index searched) before it drops an index.
+	full, one := all.Bytes/int64(len(ids)), indexBytes(big)/int64(len(ids))
+	if full <= one {
+		t.Fatalf("an index of %d bytes keeps no results (%d without them)", full, one)
+	}
 	// A budget of about two indexes holds two, whatever the number searched.
-	r := e.retriever(t, WithCacheBytes(2*one+one/2))
+	r := e.retriever(t, WithCacheBytes(full+one+one/2))
 	var evicted int64
 	for _, id := range ids {
 		if _, err := r.Search(ctx, id, "sword", 3); err != nil {
@@ -65,7 +71,7 @@ func TestIndexCacheStaysWithinItsBudget(t *testing.T) {
 	}
 	// A budget that two indexes fill past 15/16: a search that finds the
 	// cache over it brings it down to 15/16, that is to one index.
-	tight := e.retriever(t, WithCacheBytes(2*one+one/32))
+	tight := e.retriever(t, WithCacheBytes(full+one+one/32))
 	evicted = 0
 	for _, id := range ids {
 		if _, err := tight.Search(ctx, id, "sword", 3); err != nil {
@@ -82,9 +88,21 @@ func TestIndexCacheStaysWithinItsBudget(t *testing.T) {
 	}
 }
 
+// indexBytes is what r's indexes hold without the results they keep (see
+// rowCache).
+func indexBytes(r *Retriever) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, y := range r.npcs {
+		n += y.sizeHint - y.rows.size()
+	}
+	return n
+}
+
 // Over its budget, the cache first cuts the results other indexes keep to
-// the smallest bound, and drops an index only when that is not enough or
-// the index is in use.
+// the smallest bound, then to a few ticks' worth, then drops them, and
+// drops an index only when that is not enough or the index is in use.
 func TestIndexCacheCutsKeptResultsBeforeDroppingIndexes(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -158,8 +176,33 @@ func TestIndexCacheCutsKeptResultsBeforeDroppingIndexes(t *testing.T) {
 	if r.npcs["a"] != a || r.npcs["b"] != b {
 		t.Fatalf("an index was dropped while cutting results to %d bytes was enough: %v", leanRowBytes, r.npcs)
 	}
-	if n := a.rows.size(); n > leanRowBytes {
-		t.Errorf("a keeps %d bytes of results, want them cut to %d", n, leanRowBytes)
+	if n := a.rows.size(); n > leanRowBytes || n == 0 {
+		t.Fatalf("a keeps %d bytes of results, want them cut to at most %d, not all dropped", n, leanRowBytes)
+	}
+	// A budget to whose 15/16 (what a release brings the cache down to)
+	// cutting a's results to a few ticks' worth does not bring it, but
+	// dropping them all does: they all go, and still no index is dropped.
+	r.cfg.cacheBytes = 1 << 40
+	fill("a")
+	r.cfg.cacheBytes = (r.cached-a.rows.size()+leanRowBytes/2)*16/15 + 1
+	if r.cached <= r.cfg.cacheBytes {
+		t.Fatalf("a budget of %d for a cache of %d: the test needs it over", r.cfg.cacheBytes, r.cached)
+	}
+	bRows := b.rows.size()
+	b, err = r.acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.release(b)
+	consistent()
+	if r.npcs["a"] != a || r.npcs["b"] != b {
+		t.Fatalf("an index was dropped while dropping the results another keeps was enough: %v", r.npcs)
+	}
+	if n := a.rows.size(); n != 0 {
+		t.Errorf("a keeps %d bytes of results, want none", n)
+	}
+	if n := b.rows.size(); n != bRows {
+		t.Errorf("b, searched last, keeps %d bytes of results, had %d: cut", n, bRows)
 	}
 	// An index in use is not cut: it is dropped.
 	r.cfg.cacheBytes = 1 << 40
@@ -393,7 +436,7 @@ func TestIndexCacheKeepsMostOfNPCsSearchedInTurn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	one := measure.CacheStats().Bytes / npcs
+	one := indexBytes(measure) / npcs
 	// Room for about nine of the twelve.
 	r := e.retriever(t, WithCacheBytes(9*one))
 	round := func() {

@@ -647,10 +647,13 @@ func (r *Retriever) release(x *npcIndex) {
 	slices.SortFunc(ids, func(a, b keeprank.Entry) int { return cmp.Compare(a.Used, b.Used) })
 	// The results the other indexes keep go first, cut to the smallest
 	// bound, the least recently searched first, then, if that is not
-	// enough, to a few ticks' worth (leanRowBytes): reading a few rows
-	// again costs a tick far less than building an index again. An index
-	// in use is left alone (it is dropped below if need be).
-	for _, floor := range []int64{minRowBytes, leanRowBytes} {
+	// enough, to a few ticks' worth (leanRowBytes), then all of them:
+	// reading a few rows again costs a tick far less than building an
+	// index again (a tick's search takes the messages of the NPC's live
+	// history from that history, so what it reads again is the journal
+	// entries and archived messages it shows). An index in use is left
+	// alone (it is dropped below if need be).
+	for _, floor := range []int64{minRowBytes, leanRowBytes, 0} {
 		for _, e := range ids {
 			if r.cached <= goal {
 				return

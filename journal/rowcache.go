@@ -10,8 +10,8 @@ import (
 // maxRowBytes (rowLimit): a long-lived NPC's searches show more rows than
 // the smallest bound holds, and reading them again each tick cost more than
 // its whole search. When the cache is over its budget, the results of the
-// other indexes are cut to minRowBytes before any index is dropped
-// (Retriever.release).
+// other indexes are cut to minRowBytes, then to leanRowBytes, then dropped,
+// before any index is dropped (Retriever.release).
 const (
 	minRowBytes = 256 << 10
 	maxRowBytes = 4 << 20
