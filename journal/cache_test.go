@@ -406,7 +406,7 @@ func TestSearchesShareRankScratch(t *testing.T) {
 			t.Errorf("%s's index keeps a rank scratch between searches", id)
 		}
 	}
-	if n := len(r.scratch.free); n < 1 || n > maxFreeScratch {
+	if n := r.scratch.Len(); n < 1 || n > maxFreeScratch {
 		t.Fatalf("%d scratches kept, want 1 to %d", n, maxFreeScratch)
 	}
 }
@@ -477,17 +477,17 @@ func TestScratchListIsBounded(t *testing.T) {
 		t.Fatalf("a scratch of %d bytes: the test needs one over %d", big.bytes(), maxScratchBytes)
 	}
 	l.put(big)
-	if len(l.free) != 0 {
+	if l.Len() != 0 {
 		t.Fatal("a scratch over the bound was kept")
 	}
 	for range maxFreeScratch + 5 {
 		l.put(&rankScratch{})
 	}
-	if len(l.free) != maxFreeScratch {
-		t.Fatalf("%d scratches kept, want %d", len(l.free), maxFreeScratch)
+	if l.Len() != maxFreeScratch {
+		t.Fatalf("%d scratches kept, want %d", l.Len(), maxFreeScratch)
 	}
-	if rs := l.get(); rs == nil || len(l.free) != maxFreeScratch-1 {
-		t.Fatalf("get took %v, leaving %d", rs, len(l.free))
+	if rs := l.get(); rs == nil || l.Len() != maxFreeScratch-1 {
+		t.Fatalf("get took %v, leaving %d", rs, l.Len())
 	}
 }
 

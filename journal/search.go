@@ -8,11 +8,11 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/freelist"
 )
 
 // Result kinds: what a search result is.
@@ -604,8 +604,7 @@ type kwPos struct {
 // search at once, not one per NPC: with a thousand NPCs, one each held
 // some 30 MB.
 type scratchList struct {
-	mu   sync.Mutex
-	free []*rankScratch
+	freelist.List[*rankScratch]
 }
 
 // maxFreeScratch bounds scratchList: more than the searches a daemon runs
@@ -627,12 +626,7 @@ func (x *npcIndex) scratch() *rankScratch {
 
 // get returns a free scratch, or a new one.
 func (l *scratchList) get() *rankScratch {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if n := len(l.free); n > 0 {
-		rs := l.free[n-1]
-		l.free[n-1] = nil
-		l.free = l.free[:n-1]
+	if rs, ok := l.Get(); ok {
 		return rs
 	}
 	return &rankScratch{}
@@ -641,13 +635,8 @@ func (l *scratchList) get() *rankScratch {
 // put keeps rs for the next search, unless maxFreeScratch are kept or rs
 // grew past maxScratchBytes (the search of an NPC of millions of rows).
 func (l *scratchList) put(rs *rankScratch) {
-	if rs.bytes() > maxScratchBytes {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.free) < maxFreeScratch {
-		l.free = append(l.free, rs)
+	if rs.bytes() <= maxScratchBytes {
+		l.Put(rs, maxFreeScratch)
 	}
 }
 

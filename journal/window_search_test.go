@@ -241,9 +241,10 @@ func TestBoundedSearchPool(t *testing.T) {
 		t.Helper()
 		search(t, r, "road", 2, o)
 		// The search gave its scratch back last.
-		free := r.scratch.free
+		rs := r.scratch.get()
+		defer r.scratch.put(rs)
 		n := 0
-		for _, c := range free[len(free)-1].sorted {
+		for _, c := range rs.sorted {
 			if c.parts.keyword > 0 {
 				n++
 			}

@@ -116,16 +116,16 @@ func TestLentPromptArraysAreSharedByTicksNotNPCs(t *testing.T) {
 			t.Fatalf("%s's prompt form is not held", name)
 		}
 	}
-	if n := len(env.eng.lent.free); n != 1 {
+	if n := env.eng.lent.Len(); n != 1 {
 		t.Errorf("after ticks in turn the engine keeps %d prompt arrays, want 1", n)
 	}
-	for _, a := range env.eng.lent.free {
-		for i, msg := range a[:cap(a)] {
-			if msg.Content != "" || msg.Role != "" {
-				t.Fatalf("a kept prompt array still holds message %d: %+v", i, msg)
-			}
+	kept := env.eng.lent.get()
+	for i, msg := range kept[:cap(kept)] {
+		if msg.Content != "" || msg.Role != "" {
+			t.Fatalf("a kept prompt array still holds message %d: %+v", i, msg)
 		}
 	}
+	env.eng.lent.put(kept)
 	// At once: each tick its own array, untouched by the others (the
 	// checker, and the race detector, tell).
 	m.hold = 20 * time.Millisecond
@@ -135,7 +135,7 @@ func TestLentPromptArraysAreSharedByTicksNotNPCs(t *testing.T) {
 			return err
 		})
 	}
-	if n := len(env.eng.lent.free); n < 2 || n > len(names) {
+	if n := env.eng.lent.Len(); n < 2 || n > len(names) {
 		t.Errorf("after %d NPCs ticked at once the engine keeps %d prompt arrays, want one for each tick that ran at once", len(names), n)
 	}
 }
@@ -148,15 +148,15 @@ func TestLentArraysAreBounded(t *testing.T) {
 		t.Fatalf("an empty lentArrays gave an array of %d", cap(got))
 	}
 	a.put(make([]llm.Message, 0, maxLentLen+1))
-	if len(a.free) != 0 {
+	if a.Len() != 0 {
 		t.Errorf("an array of %d messages was kept, over the bound of %d", maxLentLen+1, maxLentLen)
 	}
 	for i := 0; i < maxLentArrays+10; i++ {
 		buf := append(make([]llm.Message, 0, 8), llm.Message{Role: llm.RoleUser, Content: "kept?"})
 		a.put(buf)
 	}
-	if len(a.free) != maxLentArrays {
-		t.Errorf("%d arrays kept, want the bound of %d", len(a.free), maxLentArrays)
+	if a.Len() != maxLentArrays {
+		t.Errorf("%d arrays kept, want the bound of %d", a.Len(), maxLentArrays)
 	}
 	got := a.get()
 	if len(got) != 0 || cap(got) != 8 {

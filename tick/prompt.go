@@ -6,10 +6,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/freelist"
 	"github.com/npcd/npcd/internal/text"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
@@ -383,8 +383,7 @@ func (lp *livePrompt) lendingPrompt(arrays *lentArrays) (prompt func(system stri
 // NPC: as many as ticks call such a model at once, not one for each NPC
 // whose history is held.
 type lentArrays struct {
-	mu   sync.Mutex
-	free [][]llm.Message
+	freelist.List[[]llm.Message]
 }
 
 // maxLentArrays bounds the arrays lentArrays keeps, and maxLentLen the
@@ -396,15 +395,8 @@ const (
 
 // get returns an array to build a prompt in, empty.
 func (a *lentArrays) get() []llm.Message {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if n := len(a.free); n > 0 {
-		buf := a.free[n-1]
-		a.free[n-1] = nil
-		a.free = a.free[:n-1]
-		return buf
-	}
-	return nil
+	buf, _ := a.Get()
+	return buf
 }
 
 // put keeps buf for a later get, cleared so that it holds no message
@@ -415,11 +407,7 @@ func (a *lentArrays) put(buf []llm.Message) {
 	}
 	buf = buf[:cap(buf)]
 	clear(buf)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.free) < maxLentArrays {
-		a.free = append(a.free, buf[:0])
-	}
+	a.Put(buf[:0], maxLentArrays)
 }
 
 // build appends the prompt to out (see assemble).
