@@ -143,18 +143,24 @@ func TestIndexCacheCutsKeptResultsBeforeDroppingIndexes(t *testing.T) {
 	fill("a")
 	fill("b")
 	consistent()
+	a, b := r.npcs["a"], r.npcs["b"]
+	// searchB searches b under the budget set, which cutting a's results
+	// (how far: enough) must meet without dropping an index.
+	searchB := func(enough string) {
+		t.Helper()
+		x, err := r.acquire(ctx, "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.release(x)
+		consistent()
+		if r.npcs["a"] != a || r.npcs["b"] != b {
+			t.Fatalf("an index was dropped while %s was enough: %v", enough, r.npcs)
+		}
+	}
 	// A budget that holds b whole and a with its results cut.
-	a := r.npcs["a"]
 	r.cfg.cacheBytes = r.cached - a.rows.size() + minRowBytes
-	b, err := r.acquire(ctx, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.release(b)
-	consistent()
-	if r.npcs["a"] != a || r.npcs["b"] != b {
-		t.Fatalf("an index was dropped while cutting results was enough: %v", r.npcs)
-	}
+	searchB("cutting results")
 	if n := a.rows.size(); n > minRowBytes {
 		t.Errorf("a keeps %d bytes of results, want them cut to %d", n, minRowBytes)
 	}
@@ -167,15 +173,7 @@ func TestIndexCacheCutsKeptResultsBeforeDroppingIndexes(t *testing.T) {
 	// A budget that holds them only with a's results cut to a few
 	// ticks' worth: they are cut that far, and no index is dropped.
 	r.cfg.cacheBytes = r.cached - a.rows.size() + leanRowBytes
-	b, err = r.acquire(ctx, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.release(b)
-	consistent()
-	if r.npcs["a"] != a || r.npcs["b"] != b {
-		t.Fatalf("an index was dropped while cutting results to %d bytes was enough: %v", leanRowBytes, r.npcs)
-	}
+	searchB(fmt.Sprintf("cutting results to %d bytes", leanRowBytes))
 	if n := a.rows.size(); n > leanRowBytes || n == 0 {
 		t.Fatalf("a keeps %d bytes of results, want them cut to at most %d, not all dropped", n, leanRowBytes)
 	}
@@ -189,15 +187,7 @@ func TestIndexCacheCutsKeptResultsBeforeDroppingIndexes(t *testing.T) {
 		t.Fatalf("a budget of %d for a cache of %d: the test needs it over", r.cfg.cacheBytes, r.cached)
 	}
 	bRows := b.rows.size()
-	b, err = r.acquire(ctx, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.release(b)
-	consistent()
-	if r.npcs["a"] != a || r.npcs["b"] != b {
-		t.Fatalf("an index was dropped while dropping the results another keeps was enough: %v", r.npcs)
-	}
+	searchB("dropping the results another keeps")
 	if n := a.rows.size(); n != 0 {
 		t.Errorf("a keeps %d bytes of results, want none", n)
 	}
@@ -210,7 +200,7 @@ func TestIndexCacheCutsKeptResultsBeforeDroppingIndexes(t *testing.T) {
 	fill("b")
 	r.cfg.cacheBytes = r.cached - 1
 	a.mu.Lock()
-	b, err = r.acquire(ctx, "b")
+	b, err := r.acquire(ctx, "b")
 	if err != nil {
 		t.Fatal(err)
 	}
