@@ -13,12 +13,11 @@ func TestListKeepsABoundedStack(t *testing.T) {
 		t.Fatalf("an empty list gave %v, %v", v, ok)
 	}
 	vals := []int{1, 2, 3}
-	for i := range vals {
-		if !l.Put(&vals[i], 2) && i < 2 {
-			t.Fatalf("value %d refused under a bound of 2", i)
-		} else if i == 2 && l.Len() != 2 {
-			t.Fatalf("%d values kept under a bound of 2", l.Len())
-		}
+	if !l.Put(&vals[0], 2) || !l.Put(&vals[1], 2) {
+		t.Fatal("a value was refused under a bound of 2")
+	}
+	if l.Put(&vals[2], 2) || l.Len() != 2 {
+		t.Fatalf("a third value was kept under a bound of 2 (%d kept)", l.Len())
 	}
 	if v, ok := l.Get(); !ok || v != &vals[1] {
 		t.Fatalf("got %v, want the value put last (%v)", v, &vals[1])
