@@ -47,4 +47,11 @@ type Entry struct {
 	ConsolidatedAt *time.Time                    `json:"consolidated_at"` // waiting entries: idx_journal_pending (migration 6)
 	Sources        store.JSON[character.Sources] `gorm:"type:text" json:"sources"`
 	Metadata       store.JSON[map[string]any]    `gorm:"type:text" json:"metadata"`
+	// LatestSource is the newest message the entry cites, the largest of
+	// Sources.MessageIDs (0 when it cites none), set by Add. An entry
+	// cites only messages written before it, so the entries citing a
+	// message from some id on are the few of the live history, read
+	// through an index on it (ListQuery.CitingFrom) however long the
+	// journal and however fast it was written.
+	LatestSource int64 `gorm:"not null;default:0" json:"-"`
 }

@@ -2,63 +2,154 @@ package journal
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
-	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/dbtest"
+	"github.com/npcd/npcd/store"
 )
 
-// List with CreatedSince returns the entries written since that time, as
-// the whole list filtered would, and not the older ones; with
-// SourceMessages it keeps only those citing one of the messages.
-func TestListCreatedSince(t *testing.T) {
+// List with CitingFrom returns the entries citing a message of that id or
+// a newer one, however long ago or in whatever order they were written,
+// as the whole list filtered would; with SourceMessages it keeps only
+// those citing one of the messages. On SQLite it reads them through the
+// index of the newest message each cites, not the whole journal.
+func TestListCitingFrom(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.npc(t, "brom", t0)
 	e.npc(t, "mara", t0)
-	now := time.Now().UTC()
-	add := func(npc string, created time.Time, msg int64, imp int) {
+	add := func(npc string, imp int, msgs ...int64) int64 {
 		t.Helper()
-		en := &Entry{Type: TypeObservation, Content: "seen", Importance: imp, CreatedAt: created}
-		en.Sources.V.MessageIDs = []int64{msg}
+		en := &Entry{Type: TypeObservation, Content: "seen", Importance: imp}
+		en.Sources.V.MessageIDs = msgs
 		if err := e.jour.Add(ctx, npc, en); err != nil {
 			t.Fatal(err)
 		}
+		return en.ID
 	}
-	for i := 0; i < 50; i++ { // an old life
-		add("brom", now.Add(-time.Duration(100-i)*time.Hour), int64(i), 9)
+	for i := int64(1); i <= 50; i++ { // an old life
+		add("brom", 9, i)
 	}
-	add("mara", now.Add(-time.Minute), 7, 9) // another NPC, written since
-	add("brom", now.Add(-30*time.Minute), 7, 9)
-	add("brom", now.Add(-20*time.Minute), 8, 3)
-	add("brom", now.Add(-10*time.Minute), 9, 9)
-	since := now.Add(-time.Hour)
-	got, err := e.jour.List(ctx, "brom", ListQuery{CreatedSince: since})
+	add("mara", 9, 70) // another NPC
+	cites70 := add("brom", 9, 60, 70)
+	add("brom", 3, 71)          // not notable
+	late := add("brom", 9, 72)  // cites 72
+	old := add("brom", 9, 5, 8) // written late, cites old messages only
+	none := add("brom", 9)      // cites no message
+	ids := func(es []Entry) []int64 {
+		var out []int64
+		for _, en := range es {
+			out = append(out, en.ID)
+		}
+		return out
+	}
+	got, err := e.jour.List(ctx, "brom", ListQuery{CitingFrom: 70})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got[0].Sources.V.MessageIDs[0] != 7 || got[2].Sources.V.MessageIDs[0] != 9 {
-		t.Fatalf("since an hour ago: %d entries %+v, want the 3 written since, oldest first", len(got), got)
+	if g := ids(got); len(g) != 3 || g[0] != cites70 || g[2] != late {
+		t.Fatalf("citing 70 or newer: entries %v, want the 3 citing 70, 71 and 72, oldest first", g)
 	}
-	got, err = e.jour.List(ctx, "brom", ListQuery{CreatedSince: since, MinImportance: 8, SourceMessages: []int64{7, 8, 40}})
+	for _, en := range got {
+		if en.LatestSource < 70 {
+			t.Errorf("entry %d: latest source %d", en.ID, en.LatestSource)
+		}
+	}
+	got, err = e.jour.List(ctx, "brom", ListQuery{CitingFrom: 70, MinImportance: 8, SourceMessages: []int64{70, 71, 80}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Sources.V.MessageIDs[0] != 7 {
-		t.Fatalf("important entries since an hour ago citing 7, 8 or 40: %+v, want only the one citing 7", got)
+	if g := ids(got); len(g) != 1 || g[0] != cites70 {
+		t.Fatalf("notable entries citing 70, 71 or 80: %v, want only %d", g, cites70)
 	}
-	// Without the bound, the old entries citing 7, 8 and 40 are found too.
-	got, err = e.jour.List(ctx, "brom", ListQuery{MinImportance: 8, SourceMessages: []int64{7, 8, 40}})
+	// Without the bound, the same entries citing those messages, and
+	// from 8 on, the late one citing old messages too.
+	got, err = e.jour.List(ctx, "brom", ListQuery{MinImportance: 8, SourceMessages: []int64{70, 71, 80}})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("without CitingFrom: %d entries (%v), want 1", len(got), err)
+	}
+	got, err = e.jour.List(ctx, "brom", ListQuery{CitingFrom: 8, MinImportance: 8, SourceMessages: []int64{8, 9}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 4 {
-		t.Fatalf("without CreatedSince: %d entries, want 4", len(got))
+	if g := ids(got); len(g) != 3 || g[2] != old {
+		t.Fatalf("citing 8 or 9 from 8 on: %v, want the entries citing 8 and 9, then %d", g, old)
 	}
-	// Nothing written before the bound: the whole journal.
-	got, err = e.jour.List(ctx, "mara", ListQuery{CreatedSince: since})
+	all, err := e.jour.List(ctx, "brom", ListQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 {
-		t.Fatalf("mara since an hour ago: %d entries, want 1", len(got))
+	for _, en := range all {
+		if en.ID == none && en.LatestSource != 0 {
+			t.Errorf("an entry citing no message: latest source %d, want 0", en.LatestSource)
+		}
+	}
+	if !store.IsSQLite(e.db) {
+		return
+	}
+	stmt := e.db.ToSQL(func(tx *gorm.DB) *gorm.DB {
+		return listQuery(tx, "brom", ListQuery{CitingFrom: 70, MinImportance: 8}).Find(&[]Entry{})
+	})
+	var plan []struct{ Detail string }
+	if err := e.db.Raw("EXPLAIN QUERY PLAN " + stmt).Scan(&plan).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) == 0 || !strings.Contains(plan[0].Detail, "idx_journal_char_source") {
+		t.Errorf("%s: plan %+v, want the index of the newest message cited", stmt, plan)
+	}
+}
+
+// Migration 7 sets the newest message cited by each entry written before
+// it (entries citing none, or with sources of another shape, keep 0), so
+// that a compaction after the upgrade still finds the entries citing its
+// span.
+func TestMigrationSetsTheNewestMessageCited(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.Open(t)
+	js := Migrations()
+	if js[6].Version != 7 {
+		t.Fatalf("journal migration 7 is %d", js[6].Version)
+	}
+	if err := store.Migrate(ctx, db, append(character.Migrations(), js[:6]...)); err != nil {
+		t.Fatal(err)
+	}
+	e := &testEnv{db: db, chars: character.NewStore(db), jour: NewStore(db)}
+	e.npc(t, "brom", t0)
+	sources := []string{
+		`{"journal_ids":null,"message_ids":[12,40,7],"event_refs":null}`,
+		`{"journal_ids":[3],"message_ids":[],"event_refs":null}`,
+		`{"journal_ids":[3],"message_ids":null,"event_refs":["e1"]}`,
+		`null`,
+		``,
+		`{"message_ids":[41]}`,
+	}
+	for _, src := range sources {
+		if err := db.Exec("INSERT INTO entries (character_id, type, content, importance, game_time, created_at, sources, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			"brom", TypeObservation, "seen", 9, t0, t0, src, "{}").Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Migrate(ctx, db, append(character.Migrations(), js...)); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	all, err := e.jour.List(ctx, "brom", ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, en := range all {
+		got = append(got, en.LatestSource)
+	}
+	if want := []int64{40, 0, 0, 0, 0, 41}; !slices.Equal(got, want) {
+		t.Fatalf("newest message cited by the old entries: %v, want %v", got, want)
+	}
+	es, err := e.jour.List(ctx, "brom", ListQuery{CitingFrom: 40, SourceMessages: []int64{40}})
+	if err != nil || len(es) != 1 || es[0].ID != all[0].ID {
+		t.Fatalf("old entries citing 40, from 40 on: %+v (%v), want the first", es, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -125,7 +126,49 @@ func Migrations() []store.Migration {
 			}
 			return tx.Exec(`CREATE INDEX IF NOT EXISTS idx_journal_pending ON ` + entries + ` (character_id, id) WHERE ` + pendingWhere).Error
 		},
+	}, {
+		// A compaction pins the notable entries citing its span. They were
+		// read from those written since the span began, less a margin for
+		// the clocks of several daemons: an NPC that ticks fast read
+		// hundreds of entries for each compaction. The newest message an
+		// entry cites finds them through an index instead, whatever the
+		// clocks (ListQuery.CitingFrom).
+		Component: "journal", Version: 7, Name: "entries by the newest message they cite",
+		Up: func(tx *gorm.DB) error {
+			if tx.Migrator().HasColumn(&Entry{}, "LatestSource") {
+				return nil
+			}
+			return tx.Migrator().AddColumn(&Entry{}, "LatestSource")
+		},
+		SQLite:   func(tx *gorm.DB) error { return latestSourceUp(tx, latestSourceSQLite) },
+		Postgres: func(tx *gorm.DB) error { return latestSourceUp(tx, latestSourcePostgres) },
 	}}
+}
+
+// latestSourceSQLite and latestSourcePostgres are the newest message id in
+// an entry's sources, read from its JSON (written by npcd, so valid), for
+// the entries written before migration 7. The rows without message ids
+// keep 0.
+const (
+	latestSourceSQLite   = `COALESCE((SELECT max(value) FROM json_each(sources, '$.message_ids') WHERE type = 'integer'), 0)`
+	latestSourcePostgres = `COALESCE((SELECT max(v::bigint) FROM jsonb_array_elements_text(sources::jsonb -> 'message_ids') AS v), 0)`
+)
+
+// latestSourceUp sets Entry.LatestSource of the entries written before it
+// was kept, from newest, and indexes it.
+func latestSourceUp(tx *gorm.DB, newest string) error {
+	entries, err := tableName(tx, &Entry{})
+	if err != nil {
+		return err
+	}
+	where := `sources LIKE '%"message_ids":[%'`
+	if store.IsSQLite(tx) {
+		where += ` AND json_valid(sources)`
+	}
+	if err := tx.Exec(`UPDATE ` + entries + ` SET latest_source = ` + newest + ` WHERE ` + where).Error; err != nil {
+		return fmt.Errorf("newest message cited by each journal entry: %w", err)
+	}
+	return tx.Exec(`CREATE INDEX IF NOT EXISTS idx_journal_char_source ON ` + entries + ` (character_id, latest_source)`).Error
 }
 
 // Add appends entries for NPC id, setting their ids. Content is cut to
@@ -150,6 +193,10 @@ func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
 			e.GameTime = e.CreatedAt
 		}
 		e.Content = s.Ground(e.Content, e.GameTime)
+		e.LatestSource = 0
+		if ids := e.Sources.V.MessageIDs; len(ids) > 0 {
+			e.LatestSource = slices.Max(ids)
+		}
 	}
 	// The prepared statement needs only the transaction s.db holds; the
 	// gorm session that carries ctx is made only for the ordinary way.
@@ -166,7 +213,7 @@ func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
 
 // entryColumns are the columns gorm writes for a new Entry, in its order;
 // insertEntries gives the values in the same order.
-var entryColumns = []string{"character_id", "type", "content", "importance", "game_time", "created_at", "consolidated_at", "sources", "metadata"}
+var entryColumns = []string{"character_id", "type", "content", "importance", "game_time", "created_at", "consolidated_at", "sources", "metadata", "latest_source"}
 
 // insertEntriesSQL[n] inserts n entries (SQLite), 1 ≤ n ≤
 // character.MaxPreparedRows.
@@ -192,7 +239,7 @@ func (s *Store) insertEntries(ctx context.Context, db *gorm.DB, entries []*Entry
 	args := make([]any, 0, len(entries)*len(entryColumns))
 	ids := make([]*int64, len(entries))
 	for i, e := range entries {
-		args = append(args, e.CharacterID, e.Type, e.Content, e.Importance, e.GameTime, e.CreatedAt, e.ConsolidatedAt, e.Sources, e.Metadata)
+		args = append(args, e.CharacterID, e.Type, e.Content, e.Importance, e.GameTime, e.CreatedAt, e.ConsolidatedAt, e.Sources, e.Metadata, e.LatestSource)
 		ids[i] = &e.ID
 	}
 	return true, store.ScanIDs(ctx, st, args, ids)
@@ -205,43 +252,21 @@ type ListQuery struct {
 	Limit          int    // newest Limit entries; 0 for all
 	MinImportance  int
 	SourceMessages []int64 // only entries citing one of these message ids (filtered in Go)
-	// CreatedSince, when set, skips the entries written before the newest
-	// one written before it, read through the (character_id, id) index
-	// from the newest entry back: a long journal is not read whole for the
-	// entries of the last hours.
-	CreatedSince time.Time
+	// CitingFrom, when set, reads only the entries citing a message of
+	// this id or a newer one (Entry.LatestSource), through an index: with
+	// SourceMessages from this id on, the journal is not read whole for
+	// the entries citing the live history.
+	CitingFrom int64
 }
 
 // List returns entries of NPC id oldest first.
 func (s *Store) List(ctx context.Context, id string, lq ListQuery) ([]Entry, error) {
-	q := s.q(ctx).Where("character_id = ?", id)
-	if lq.Type != "" {
-		q = q.Where("type = ?", lq.Type)
-	}
-	if lq.Before > 0 {
-		q = q.Where("id < ?", lq.Before)
-	}
-	if lq.MinImportance > 0 {
-		q = q.Where("importance >= ?", lq.MinImportance)
-	}
-	if !lq.CreatedSince.IsZero() {
-		before := s.q(ctx).Session(&gorm.Session{NewDB: true}).Model(&Entry{}).Select("id").
-			Where("character_id = ? AND created_at < ?", id, lq.CreatedSince.UTC()).Order("id DESC").Limit(1)
-		q = q.Where("id > COALESCE((?), 0)", before)
-	}
-	if lq.Limit > 0 {
-		q = q.Order("id DESC").Limit(lq.Limit)
-	} else {
-		q = q.Order("id")
-	}
 	var es []Entry
-	if err := q.Find(&es).Error; err != nil {
+	if err := listQuery(s.q(ctx), id, lq).Find(&es).Error; err != nil {
 		return nil, fmt.Errorf("journal of %q: %w", id, err)
 	}
 	if lq.Limit > 0 {
-		for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
-			es[i], es[j] = es[j], es[i]
-		}
+		slices.Reverse(es)
 	}
 	if len(lq.SourceMessages) > 0 {
 		want := map[int64]bool{}
@@ -260,6 +285,28 @@ func (s *Store) List(ctx context.Context, id string, lq ListQuery) ([]Entry, err
 		es = kept
 	}
 	return es, nil
+}
+
+// listQuery is the query List reads the entries of NPC id with, on q,
+// before the filter by SourceMessages.
+func listQuery(q *gorm.DB, id string, lq ListQuery) *gorm.DB {
+	q = q.Where("character_id = ?", id)
+	if lq.Type != "" {
+		q = q.Where("type = ?", lq.Type)
+	}
+	if lq.Before > 0 {
+		q = q.Where("id < ?", lq.Before)
+	}
+	if lq.MinImportance > 0 {
+		q = q.Where("importance >= ?", lq.MinImportance)
+	}
+	if lq.CitingFrom > 0 {
+		q = q.Where("latest_source >= ?", lq.CitingFrom)
+	}
+	if lq.Limit > 0 {
+		return q.Order("id DESC").Limit(lq.Limit)
+	}
+	return q.Order("id")
 }
 
 // Get returns one entry of NPC id.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/npcd/npcd/internal/text"
+	"slices"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/text"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"
@@ -122,27 +123,16 @@ func (c *Compactor) Pinned(ctx context.Context, p *Plan) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	// An entry cites a message of its own turn or a later one: only the
-	// entries written since the span's first message are read, however
-	// long the journal. The margin covers the clocks of several daemons;
-	// an entry missed beyond it is still in the journal and found by
-	// search, only not pinned in the summary.
-	lq := journal.ListQuery{MinImportance: PinImportance, SourceMessages: ids}
-	if first := p.Span[0].CreatedAt; !first.IsZero() {
-		lq.CreatedSince = first.Add(-pinClockMargin)
-	}
+	// An entry cites only messages written before it: those citing the
+	// span are among the few citing its oldest message or a newer one,
+	// found through an index however long the journal.
+	lq := journal.ListQuery{MinImportance: PinImportance, SourceMessages: ids, CitingFrom: slices.Min(ids)}
 	es, err := c.journal.List(ctx, p.NPC, lq)
 	if err != nil {
 		return nil, err
 	}
 	return pinnedLines(es), nil
 }
-
-// pinClockMargin is how much earlier than the span's first message Pinned
-// reads entries from: far beyond the skew of clocks kept by NTP, and short
-// enough that a busy NPC's compaction reads a few seconds of its journal
-// besides its span's own.
-const pinClockMargin = 10 * time.Second
 
 // Compact plans, summarizes and commits a compaction of NPC ch now. The
 // caller holds the NPC's lock. It returns the compaction, nil when nothing

@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/sleep"
 )
 
 // A compaction pins the notable journal entries of its span, read from
-// those written since the span began, and none of a span already
-// compacted.
+// those citing its oldest message or a newer one, and none of a span
+// already compacted.
 func TestCompactionPinsTheNotableEntriesOfItsSpan(t *testing.T) {
 	env := newEnv(t)
 	ctx := context.Background()
@@ -61,5 +62,58 @@ func TestCompactionPinsTheNotableEntriesOfItsSpan(t *testing.T) {
 	}
 	if got := strings.Join(pinnedOf(), "\n"); strings.Contains(got, "500 gold crowns") {
 		t.Fatalf("the next compaction pins the debt of a span already compacted: %q", got)
+	}
+}
+
+// An entry citing a message of the span is pinned whenever it was written
+// and whatever clock stamped it: here one stamped an hour before the span
+// began (a daemon whose clock is behind) and one written after many
+// others. An entry citing only a message before the span is not.
+func TestPinnedEntriesAreFoundByTheMessagesTheyCite(t *testing.T) {
+	env := newEnv(t)
+	ctx := context.Background()
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 2048, 192
+	if _, err := env.eng.PutNPC(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		say(t, env, "alice", fmt.Sprintf("Round %d: the north road is quiet.", i))
+	}
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := env.eng.deps.Compactor.(*sleep.Compactor).Plan(ctx, c, sleep.TriggerManual, "")
+	if err != nil || len(p.Span) < 2 {
+		t.Fatalf("plan: %d messages to compact, %v", len(p.Span), err)
+	}
+	first, last := p.Span[0], p.Span[len(p.Span)-1]
+	note := func(content string, created time.Time, cites int64) {
+		t.Helper()
+		en := &journal.Entry{Type: journal.TypeNote, Content: content, Importance: 9, CreatedAt: created}
+		en.Sources.V.MessageIDs = []int64{cites}
+		if err := env.jour.Add(ctx, "brom", en); err != nil {
+			t.Fatal(err)
+		}
+	}
+	note("the smuggler's ledger is in the cellar", first.CreatedAt.Add(-time.Hour), first.ID)
+	for i := 0; i < 40; i++ {
+		note(fmt.Sprintf("an unrelated notable thing %d", i), time.Now(), last.ID+1000)
+	}
+	note("the mayor owes the guild 300 crowns", time.Now(), last.ID)
+	note("an older story", time.Now(), first.ID-1)
+	pinned, err := env.eng.deps.Compactor.(*sleep.Compactor).Pinned(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(pinned, "\n")
+	for _, want := range []string{"smuggler's ledger", "300 crowns"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("pinned lines lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "unrelated") || strings.Contains(got, "older story") {
+		t.Errorf("pinned lines hold entries citing no message of the span:\n%s", got)
 	}
 }
