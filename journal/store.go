@@ -146,12 +146,13 @@ func Migrations() []store.Migration {
 }
 
 // latestSourceSQLite and latestSourcePostgres are the newest message id in
-// an entry's sources, read from its JSON (written by npcd, so valid), for
-// the entries written before migration 7. The rows without message ids
-// keep 0.
+// an entry's sources, for the entries written before migration 7: on
+// SQLite read from its JSON where that is valid, on PostgreSQL from the
+// text of its list of ids, where a cast of a row that is not JSON would
+// fail the migration. The rows without message ids keep 0.
 const (
 	latestSourceSQLite   = `COALESCE((SELECT max(value) FROM json_each(sources, '$.message_ids') WHERE type = 'integer'), 0)`
-	latestSourcePostgres = `COALESCE((SELECT max(v::bigint) FROM jsonb_array_elements_text(sources::jsonb -> 'message_ids') AS v), 0)`
+	latestSourcePostgres = `COALESCE((SELECT max(v::bigint) FROM unnest(string_to_array((regexp_match(sources, '"message_ids":\[([0-9,]+)\]'))[1], ',')) AS v), 0)`
 )
 
 // latestSourceUp sets Entry.LatestSource of the entries written before it
