@@ -155,8 +155,8 @@ const (
 	latestSourcePostgres = `COALESCE((SELECT max(v::bigint) FROM unnest(string_to_array((regexp_match(sources, '"message_ids":\[([0-9,]+)\]'))[1], ',')) AS v), 0)`
 )
 
-// latestSourceUp sets Entry.LatestSource of the entries written before it
-// was kept, from newest, and indexes it.
+// latestSourceUp sets Entry.LatestSource of the entries written before Add
+// kept it, to the expression newest, and indexes it.
 func latestSourceUp(tx *gorm.DB, newest string) error {
 	entries, err := tableName(tx, &Entry{})
 	if err != nil {
