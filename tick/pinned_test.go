@@ -11,33 +11,49 @@ import (
 	"github.com/npcd/npcd/sleep"
 )
 
+// pinningEnv is an engine with brom, whose small window compacts soon.
+func pinningEnv(t *testing.T) *testEnv {
+	t.Helper()
+	env := newEnv(t)
+	c := brom()
+	c.ContextWindow, c.MaxOutputTokens = 2048, 192
+	if _, err := env.eng.PutNPC(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// planOf plans a compaction of brom as he is now.
+func planOf(t *testing.T, env *testEnv) *sleep.Plan {
+	t.Helper()
+	ctx := context.Background()
+	c, err := env.chars.Get(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := env.eng.deps.Compactor.(*sleep.Compactor).Plan(ctx, c, sleep.TriggerManual, "")
+	if err != nil || p.Empty() {
+		t.Fatalf("plan: %d messages to compact, %v", len(p.Span), err)
+	}
+	return p
+}
+
+// pinnedOf returns the pinned lines of plan p, one text.
+func pinnedOf(t *testing.T, env *testEnv, p *sleep.Plan) string {
+	t.Helper()
+	pinned, err := env.eng.deps.Compactor.(*sleep.Compactor).Pinned(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(pinned, "\n")
+}
+
 // A compaction pins the notable journal entries of its span, read from
 // those citing its oldest message or a newer one, and none of a span
 // already compacted.
 func TestCompactionPinsTheNotableEntriesOfItsSpan(t *testing.T) {
-	env := newEnv(t)
+	env := pinningEnv(t)
 	ctx := context.Background()
-	c := brom()
-	c.ContextWindow, c.MaxOutputTokens = 2048, 192
-	if _, err := env.eng.PutNPC(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	pinnedOf := func() []string {
-		t.Helper()
-		c, err := env.chars.Get(ctx, "brom")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := env.eng.deps.Compactor.(*sleep.Compactor).Plan(ctx, c, sleep.TriggerManual, "")
-		if err != nil || p.Empty() {
-			t.Fatalf("plan: %d messages to compact, %v", len(p.Span), err)
-		}
-		pinned, err := env.eng.deps.Compactor.(*sleep.Compactor).Pinned(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pinned
-	}
 	debt := "I owe you 500 gold crowns, Brom, and I swear I will pay them back before the harvest festival."
 	say(t, env, "alice", debt)
 	for i := 0; i < 6; i++ {
@@ -47,10 +63,10 @@ func TestCompactionPinsTheNotableEntriesOfItsSpan(t *testing.T) {
 	if err != nil || len(es) == 0 {
 		t.Fatalf("the debt was not journaled as notable (%v): the test pins nothing", err)
 	}
-	if got := strings.Join(pinnedOf(), "\n"); !strings.Contains(got, "500 gold crowns") {
+	if got := pinnedOf(t, env, planOf(t, env)); !strings.Contains(got, "500 gold crowns") {
 		t.Fatalf("pinned lines %q lack the debt", got)
 	}
-	c, err = env.chars.Get(ctx, "brom")
+	c, err := env.chars.Get(ctx, "brom")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +76,7 @@ func TestCompactionPinsTheNotableEntriesOfItsSpan(t *testing.T) {
 	for i := 0; i < 16; i++ {
 		say(t, env, "alice", fmt.Sprintf("Round %d: the south road is quiet.", i))
 	}
-	if got := strings.Join(pinnedOf(), "\n"); strings.Contains(got, "500 gold crowns") {
+	if got := pinnedOf(t, env, planOf(t, env)); strings.Contains(got, "500 gold crowns") {
 		t.Fatalf("the next compaction pins the debt of a span already compacted: %q", got)
 	}
 }
@@ -70,23 +86,14 @@ func TestCompactionPinsTheNotableEntriesOfItsSpan(t *testing.T) {
 // began (a daemon whose clock is behind) and one written after many
 // others. An entry citing only a message before the span is not.
 func TestPinnedEntriesAreFoundByTheMessagesTheyCite(t *testing.T) {
-	env := newEnv(t)
+	env := pinningEnv(t)
 	ctx := context.Background()
-	c := brom()
-	c.ContextWindow, c.MaxOutputTokens = 2048, 192
-	if _, err := env.eng.PutNPC(ctx, c); err != nil {
-		t.Fatal(err)
-	}
 	for i := 0; i < 4; i++ {
 		say(t, env, "alice", fmt.Sprintf("Round %d: the north road is quiet.", i))
 	}
-	c, err := env.chars.Get(ctx, "brom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := env.eng.deps.Compactor.(*sleep.Compactor).Plan(ctx, c, sleep.TriggerManual, "")
-	if err != nil || len(p.Span) < 2 {
-		t.Fatalf("plan: %d messages to compact, %v", len(p.Span), err)
+	p := planOf(t, env)
+	if len(p.Span) < 2 {
+		t.Fatalf("plan: %d messages to compact, want 2 or more", len(p.Span))
 	}
 	first, last := p.Span[0], p.Span[len(p.Span)-1]
 	note := func(content string, created time.Time, cites int64) {
@@ -103,11 +110,7 @@ func TestPinnedEntriesAreFoundByTheMessagesTheyCite(t *testing.T) {
 	}
 	note("the mayor owes the guild 300 crowns", time.Now(), last.ID)
 	note("an older story", time.Now(), first.ID-1)
-	pinned, err := env.eng.deps.Compactor.(*sleep.Compactor).Pinned(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Join(pinned, "\n")
+	got := pinnedOf(t, env, p)
 	for _, want := range []string{"smuggler's ledger", "300 crowns"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("pinned lines lack %q:\n%s", want, got)
