@@ -67,12 +67,14 @@ func TestListCitingFrom(t *testing.T) {
 	if g := ids(got); len(g) != 1 || g[0] != cites70 {
 		t.Fatalf("notable entries citing 70, 71 or 80: %v, want only %d", g, cites70)
 	}
-	// Without the bound, the same entries citing those messages, and
-	// from 8 on, the late one citing old messages too.
+	// Without the bound, the same entry: the filter by SourceMessages
+	// alone finds it too.
 	got, err = e.jour.List(ctx, "brom", ListQuery{MinImportance: 8, SourceMessages: []int64{70, 71, 80}})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("without CitingFrom: %d entries (%v), want 1", len(got), err)
 	}
+	// From 8 on, the entries citing 8 and 9, and the one written late
+	// citing 5 and 8.
 	got, err = e.jour.List(ctx, "brom", ListQuery{CitingFrom: 8, MinImportance: 8, SourceMessages: []int64{8, 9}})
 	if err != nil {
 		t.Fatal(err)

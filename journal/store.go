@@ -127,12 +127,10 @@ func Migrations() []store.Migration {
 			return tx.Exec(`CREATE INDEX IF NOT EXISTS idx_journal_pending ON ` + entries + ` (character_id, id) WHERE ` + pendingWhere).Error
 		},
 	}, {
-		// A compaction pins the notable entries citing its span. They were
-		// read from those written since the span began, less a margin for
-		// the clocks of several daemons: an NPC that ticks fast read
-		// hundreds of entries for each compaction. The newest message an
-		// entry cites finds them through an index instead, whatever the
-		// clocks (ListQuery.CitingFrom).
+		// A compaction pins the notable entries citing its span: the
+		// newest message each entry cites finds them through an index,
+		// whatever the length of the journal, the pace of the NPC and the
+		// clocks of the daemons that wrote them (ListQuery.CitingFrom).
 		Component: "journal", Version: 7, Name: "entries by the newest message they cite",
 		Up: func(tx *gorm.DB) error {
 			if tx.Migrator().HasColumn(&Entry{}, "LatestSource") {
