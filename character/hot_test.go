@@ -14,6 +14,12 @@ import (
 	"github.com/npcd/npcd/store"
 )
 
+// glanced is what GlanceEvents returns.
+type glanced struct {
+	G      *character.Glance
+	Events []character.Event
+}
+
 // The hot reads of a tick run through statements of their own on SQLite
 // (the Store's prepared handle) and through gorm elsewhere and inside a
 // transaction; both read the same.
@@ -46,11 +52,11 @@ func TestHotReadsReadAsTheOrdinaryOnes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ref := "r-1"
+	ref, ref2 := "r-1", "r-2"
 	if _, _, err := s.AddEvents(ctx, "brom", []character.Event{
 		{Kind: "say", Actor: "alice", ActorID: "p-1", Target: "brom", Text: "hello", Room: "forge", At: at, Ref: &ref},
 		{Kind: "emote", Actor: "bob", Text: "waves", At: at.Add(time.Second)},
-		{Kind: "say", Actor: "carol", Text: "hi", At: at.Add(2 * time.Second)},
+		{Kind: "say", Actor: "carol", ActorID: "p-3", Target: "brom", Text: "hi", Room: "forge", At: at.Add(2 * time.Second), Ref: &ref2},
 	}, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +99,14 @@ func TestHotReadsReadAsTheOrdinaryOnes(t *testing.T) {
 			}
 			check(t, "Intake", func(s *character.Store) (any, error) { return s.Intake(ctx, "brom") })
 			check(t, "PendingEvents of an NPC without any", func(s *character.Store) (any, error) { return s.PendingEvents(ctx, "mara", 5) })
+			for _, id := range []string{"brom", "mara"} {
+				for _, limit := range []int{1, 2, 5} {
+					check(t, "GlanceEvents", func(s *character.Store) (any, error) {
+						g, evs, err := s.GlanceEvents(ctx, id, limit)
+						return glanced{g, evs}, err
+					})
+				}
+			}
 			for _, id := range []string{"brom", "mara"} {
 				check(t, "State", func(s *character.Store) (any, error) { return s.State(ctx, id) })
 			}

@@ -699,6 +699,121 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 	return g, nil
 }
 
+// glanceEventsSQL reads, for GlanceEvents on SQLite, a Glance (glanceSQL,
+// its event columns NULL) and then a row per pending event, oldest first
+// (its glance columns NULL), up to limit events: the limit is written in
+// the text, as in pendingEventsSQL. The events are read in the order of
+// the index of pending events, which is theirs, and the limit counts the
+// glance's row too.
+func glanceEventsSQL(limit int) string {
+	return glanceEventsHead + strconv.Itoa(limit+1)
+}
+
+// glanceEventsHead is glanceEventsSQL but the number of its limit.
+var glanceEventsHead = strings.Replace(glanceSQL, "\n\tFROM characters,", ",\n\t"+nulls(len(eventColumns))+"\n\tFROM characters,", 1) + `
+	UNION ALL SELECT ` + nulls(glanceColumns) + `, ` + eventList + `
+	FROM events INDEXED BY idx_events_char_pending WHERE character_id = ? AND consumed_at IS NULL
+	LIMIT `
+
+// glanceColumns is how many columns glanceSQL reads, and eventColumns
+// the columns of eventList.
+const glanceColumns = 22
+
+var eventColumns = strings.Split(eventList, ",")
+
+// nulls returns n NULL columns, separated by commas.
+func nulls(n int) string {
+	return strings.TrimSuffix(strings.Repeat("NULL,", n), ",")
+}
+
+// GlanceEvents reads NPC id's Glance and, when an event waits, up to limit
+// of its pending events, oldest first, as PendingEvents reads them; or
+// returns ErrNotFound. A tick that goes on needs both: on SQLite one
+// statement reads them, from one snapshot; elsewhere, and with a limit
+// below 1, Glance and then PendingEvents do.
+func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance, []Event, error) {
+	var stmt *sql.Stmt
+	if limit > 0 {
+		stmt = store.Stmt(ctx, s.hot, glanceEventsSQL(limit))
+	}
+	if stmt == nil {
+		g, err := s.Glance(ctx, id)
+		if err != nil || !g.Pending {
+			return g, nil, err
+		}
+		evs, err := s.PendingEvents(ctx, id, limit)
+		if err != nil {
+			return nil, nil, err
+		}
+		return g, evs, nil
+	}
+	if err := ctx.Err(); err != nil { // see Glance
+		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
+	}
+	rows, err := stmt.QueryContext(context.WithoutCancel(ctx), id, id, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
+	}
+	defer rows.Close()
+	var (
+		c                          = &Character{ID: id}
+		note                       sql.NullString
+		pending                    bool
+		gameTime, created, updated sql.NullTime
+		e                          Event
+		null                       any // the other part's columns, NULL
+	)
+	dest := make([]any, 0, glanceColumns+len(eventColumns))
+	dest = append(dest, &c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
+		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
+		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &c.Compaction.Target, &pending,
+		store.NullTimeText{T: &gameTime}, store.TimePtrText{T: &c.State.LastSleepAt}, &c.State.SleepMark, &c.State.HistoryRev,
+		store.NullTimeText{T: &created}, store.NullTimeText{T: &updated})
+	// The glance's row comes first (UNION ALL keeps the order of its
+	// parts; a row in the wrong place fails to scan, its NULLs into
+	// numbers).
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
+		}
+		return nil, nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
+	}
+	for range eventColumns {
+		dest = append(dest, &null)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
+	}
+	dest = dest[:0]
+	for range glanceColumns {
+		dest = append(dest, &null)
+	}
+	dest = append(dest, eventDest(&e)...)
+	var evs []Event
+	for rows.Next() {
+		e = Event{}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
+		}
+		evs = append(evs, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
+	}
+	c.State.CompactionNote = note.String
+	g := &Glance{NPC: c, Pending: pending}
+	if g.Whole() {
+		c.State.GameTime, c.CreatedAt, c.UpdatedAt = gameTime.Time, created.Time, updated.Time
+	}
+	if !pending {
+		return g, nil, nil
+	}
+	if evs == nil {
+		evs = []Event{} // as PendingEvents gives
+	}
+	return g, evs, nil
+}
+
 // stateSQL reads an NPC's whole state and the times that date its settings
 // in one statement, kept prepared on SQLite like glanceSQL.
 const stateSQL = `SELECT tick, turn, live_tokens, summary_tokens, live_messages, archived_messages, system_tokens,
@@ -789,6 +904,13 @@ func pendingEventsSQL(limit int) string {
 	return "SELECT " + eventList + " FROM events WHERE character_id = ? AND consumed_at IS NULL ORDER BY seq LIMIT " + strconv.Itoa(limit)
 }
 
+// eventDest returns where the columns of eventList are read into e.
+func eventDest(e *Event) []any {
+	return []any{&e.Seq, &e.CharacterID, &e.Ref, &e.Kind, &e.Actor, &e.ActorID, &e.Target, &e.Text, &e.Room,
+		store.TimeText{T: &e.At}, store.TimeText{T: &e.ReceivedAt}, store.TimePtrText{T: &e.ConsumedAt}, &e.ConsumedTick,
+		&e.MessageID}
+}
+
 // scanEvents runs the query stmt, which selects eventList, with args.
 func scanEvents(ctx context.Context, stmt *sql.Stmt, args ...any) ([]Event, error) {
 	rows, err := stmt.QueryContext(ctx, args...)
@@ -799,9 +921,7 @@ func scanEvents(ctx context.Context, stmt *sql.Stmt, args ...any) ([]Event, erro
 	evs := []Event{} // as gorm gives: empty, not nil
 	for rows.Next() {
 		var e Event
-		if err := rows.Scan(&e.Seq, &e.CharacterID, &e.Ref, &e.Kind, &e.Actor, &e.ActorID, &e.Target, &e.Text, &e.Room,
-			store.TimeText{T: &e.At}, store.TimeText{T: &e.ReceivedAt}, store.TimePtrText{T: &e.ConsumedAt}, &e.ConsumedTick,
-			&e.MessageID); err != nil {
+		if err := rows.Scan(eventDest(&e)...); err != nil {
 			return nil, err
 		}
 		evs = append(evs, e)

@@ -244,6 +244,10 @@ type Engine struct {
 	// resultSizes holds what the last result the game posted of each
 	// NPC's tool cost (toolOf → postedSize), for awaitedTokens.
 	resultSizes sync.Map
+	// eventsPosted holds, by NPC id, a mark for each NPC that events were posted
+	// to through this engine since its last tick began: its next tick
+	// reads its pending events with its glance (see glance).
+	eventsPosted sync.Map
 
 	// afterIntake, when set (by tests), runs in PostEvents between the
 	// read of the NPC and the transaction that stores its events.
@@ -395,6 +399,7 @@ func (e *Engine) Forget(id string) {
 	e.history.drop(id)
 	e.toolsets.Delete(id)
 	e.settings.Delete(id)
+	e.eventsPosted.Delete(id)
 	for _, o := range e.deps.Owners {
 		if f, ok := o.(Forgetter); ok {
 			f.Forget(id)

@@ -209,6 +209,7 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 		return 0, 0, err
 	}
 	if accepted > 0 {
+		e.eventsPosted.Store(id, struct{}{})
 		e.autoNote(c)
 	}
 	return accepted, duplicates, nil

@@ -155,6 +155,7 @@ func (e *Engine) DeleteNPC(ctx context.Context, id string) error {
 	e.settings.Delete(id)
 	e.history.drop(id)
 	e.forgetPosted(id)
+	e.eventsPosted.Delete(id)
 	if e.deps.Scheduler != nil {
 		e.deps.Scheduler.Unschedule(id)
 	}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	gormsqlite "gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -170,8 +172,8 @@ func TestIdleTickRunsOneStatement(t *testing.T) {
 			t.Fatal(res, err)
 		}
 		stmts, txs := log.taken()
-		if len(stmts) != 1 || txs != 0 || !strings.Contains(stmts[0], glanceFrom) {
-			t.Fatalf("idle tick %d ran %d statements in %d transactions, want only the glance:\n%s", i, len(stmts), txs, strings.Join(stmts, "\n"))
+		if len(stmts) != 1 || txs != 0 || !strings.Contains(stmts[0], glanceFrom) || strings.Contains(stmts[0], eventsWithGlance) {
+			t.Fatalf("idle tick %d ran %d statements in %d transactions, want only the glance, without its events' part:\n%s", i, len(stmts), txs, strings.Join(stmts, "\n"))
 		}
 	}
 }
@@ -209,8 +211,16 @@ func TestKeyedIdleTickStatements(t *testing.T) {
 // glanceFrom is a piece of the glance's statement text.
 const glanceFrom = "FROM characters, (SELECT EXISTS"
 
+// pendingFrom is a piece of the statement that reads pending events on
+// their own, and eventsWithGlance one of the glance that reads them too.
+const (
+	pendingFrom      = "FROM events WHERE character_id = ? AND consumed_at IS NULL ORDER BY seq"
+	eventsWithGlance = "UNION ALL SELECT"
+)
+
 // A tick that goes on reads the NPC's row once: the glance reads the whole
-// state when an event waits, and no State read follows.
+// state when an event waits, and no State read follows. The events posted
+// through the engine are read with it, in the same statement.
 func TestBusyTickReadsTheNPCsRowOnce(t *testing.T) {
 	env, log := countingEnv(t)
 	ctx := context.Background()
@@ -235,6 +245,52 @@ func TestBusyTickReadsTheNPCsRowOnce(t *testing.T) {
 		}
 		if len(reads) != 1 || !strings.Contains(reads[0], glanceFrom) {
 			t.Fatalf("tick %d read the NPC's state %d times, want only in the glance:\n%s", i, len(reads), strings.Join(reads, "\n"))
+		}
+		if !strings.Contains(reads[0], eventsWithGlance) || slices.ContainsFunc(stmts, func(s string) bool { return strings.Contains(s, pendingFrom) }) {
+			t.Fatalf("tick %d read its events apart from its glance:\n%s", i, strings.Join(stmts, "\n"))
+		}
+		if res.Events != 1 {
+			t.Fatalf("tick %d consumed %d events, want 1", i, res.Events)
+		}
+	}
+}
+
+// Events stored without this engine (by another daemon sharing the
+// database) are read after the glance that finds them waiting, and
+// answered; events posted through it, with the glance.
+func TestTickReadsEventsStoredElsewhere(t *testing.T) {
+	env, log := countingEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for i, elsewhere := range []bool{true, false, true} {
+		text := fmt.Sprintf("Brom, I need nails, %d of them.", i+2)
+		if elsewhere {
+			if _, _, err := env.chars.AddEvents(ctx, "brom", []character.Event{{Kind: "say", Actor: "alice", Text: text, At: at}}, 0); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: text, At: at}}); err != nil {
+			t.Fatal(err)
+		}
+		log.reset()
+		res, err := env.eng.Tick(ctx, "brom")
+		if err != nil || res.Idle || res.Events != 1 {
+			t.Fatalf("tick %d: %+v, %v; want the event answered", i, res, err)
+		}
+		stmts, _ := log.taken()
+		glance := slices.IndexFunc(stmts, func(s string) bool { return strings.Contains(s, glanceFrom) })
+		apart := slices.IndexFunc(stmts, func(s string) bool { return strings.Contains(s, pendingFrom) })
+		if glance < 0 || strings.Contains(stmts[glance], eventsWithGlance) == elsewhere || (apart > glance) != elsewhere {
+			t.Fatalf("tick %d (stored elsewhere: %v) read:\n%s", i, elsewhere, strings.Join(stmts, "\n"))
+		}
+		live, err := env.chars.LiveMessages(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(live, func(m character.Message) bool { return m.Role == "user" && strings.Contains(m.Content, text) }) {
+			t.Fatalf("tick %d: no message of the live history holds %q", i, text)
 		}
 	}
 }
