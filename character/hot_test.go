@@ -11,13 +11,89 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/dbtest"
+	"github.com/npcd/npcd/internal/schema"
+	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/store"
 )
 
-// glanced is what GlanceEvents returns.
+// glanced is what GlanceEvents returns, without the marks, which only the
+// statement of its own reads (see TestGlanceEventsReadsTheMarks).
 type glanced struct {
 	G      *character.Glance
 	Events []character.Event
+}
+
+func glancedOf(g *character.Glance, evs []character.Event) glanced {
+	if g != nil {
+		g.Marked, g.NewestEntry, g.MemoryRev = false, 0, 0
+	}
+	return glanced{g, evs}
+}
+
+// wholeDB opens a database with the schema of the whole daemon, whose
+// tables GlanceEvents reads the NPC's marks from.
+func wholeDB(t *testing.T) *gorm.DB {
+	t.Helper()
+	db := dbtest.Open(t)
+	if err := store.Migrate(context.Background(), db, schema.Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// GlanceEvents reads, on SQLite, the NPC's newest journal entry's id and
+// memory revision with its glance, at the same instant: 0 before the
+// first, and the NPC's own, not another's.
+func TestGlanceEventsReadsTheMarks(t *testing.T) {
+	ctx := context.Background()
+	db := wholeDB(t)
+	s := character.NewStore(db)
+	js := journal.NewStore(db)
+	putNPC(t, s, "brom")
+	putNPC(t, s, "mara")
+	for _, id := range []string{"brom", "mara"} {
+		if _, _, err := s.AddEvents(ctx, id, []character.Event{{Kind: "say", Actor: "alice", Text: "hello"}}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marks := func(id string) (bool, int64, int64) {
+		t.Helper()
+		g, evs, err := s.GlanceEvents(ctx, id, 5)
+		if err != nil || len(evs) != 1 {
+			t.Fatal(evs, err)
+		}
+		return g.Marked, g.NewestEntry, g.MemoryRev
+	}
+	if !store.IsSQLite(db) {
+		if marked, _, _ := marks("brom"); marked {
+			t.Fatal("a glance that is two statements read marks")
+		}
+		return
+	}
+	if marked, newest, rev := marks("brom"); !marked || newest != 0 || rev != 0 {
+		t.Fatalf("before any entry or memory: marked %v, newest entry %d, memory revision %d; want true, 0, 0", marked, newest, rev)
+	}
+	var last int64
+	for i := range 3 {
+		e := &journal.Entry{Type: journal.TypeObservation, Content: fmt.Sprintf("saw the smith %d", i), Importance: 5}
+		if err := js.Add(ctx, "brom", e); err != nil {
+			t.Fatal(err)
+		}
+		last = e.ID
+		if err := js.Add(ctx, "mara", &journal.Entry{Type: journal.TypeObservation, Content: "saw the miller", Importance: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.AddMemory(ctx, "brom", &journal.Memory{Content: fmt.Sprintf("the smith owes %d crowns", i+1), Importance: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if marked, newest, rev := marks("brom"); !marked || newest != last || rev != 3 {
+		t.Fatalf("after 3 entries and 3 memories: marked %v, newest entry %d, memory revision %d; want true, %d, 3", marked, newest, rev, last)
+	}
+	if marked, newest, rev := marks("mara"); !marked || newest <= last || rev != 0 {
+		t.Fatalf("mara: marked %v, newest entry %d, memory revision %d; want true, above %d, 0", marked, newest, rev, last)
+	}
 }
 
 // The hot reads of a tick run through statements of their own on SQLite
@@ -25,7 +101,7 @@ type glanced struct {
 // transaction; both read the same.
 func TestHotReadsReadAsTheOrdinaryOnes(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := character.NewStore(wholeDB(t))
 	putNPC(t, s, "brom")
 	putNPC(t, s, "mara")
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
@@ -103,7 +179,7 @@ func TestHotReadsReadAsTheOrdinaryOnes(t *testing.T) {
 				for _, limit := range []int{1, 2, 5} {
 					check(t, "GlanceEvents", func(s *character.Store) (any, error) {
 						g, evs, err := s.GlanceEvents(ctx, id, limit)
-						return glanced{g, evs}, err
+						return glancedOf(g, evs), err
 					})
 				}
 			}

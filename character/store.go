@@ -641,6 +641,12 @@ type Glance struct {
 	NPC *Character
 	// Pending is whether an event waits in the inbox.
 	Pending bool
+	// Marked is set when the glance read, at its instant, the NPC's newest
+	// journal entry's id, NewestEntry, and the revision of its memories,
+	// MemoryRev (both 0 before the first): what a search of the NPC's
+	// rows needs to know it is up to date (GlanceEvents reads them).
+	Marked                 bool
+	NewestEntry, MemoryRev int64
 }
 
 // Whole reports whether an event waits or a turn resumes, the glance of a
@@ -699,21 +705,26 @@ func (s *Store) Glance(ctx context.Context, id string) (*Glance, error) {
 	return g, nil
 }
 
-// glanceEventsSQL reads, for GlanceEvents on SQLite, a Glance (glanceSQL,
-// its event columns NULL) and then a row per pending event, oldest first
-// (its glance columns NULL), up to limit events: the limit is written in
-// the text, as in pendingEventsSQL. The events are read in the order of
-// the index of pending events, which is theirs, and the limit counts the
-// glance's row too.
+// glanceEventsSQL reads, for GlanceEvents on SQLite, a Glance (glanceSQL
+// and the NPC's marks, its event columns NULL) and then a row per pending
+// event, oldest first (its glance columns NULL), up to limit events: the
+// limit is written in the text, as in pendingEventsSQL. The events are
+// read in the order of the index of pending events, which is theirs, and
+// the limit counts the glance's row too.
 func glanceEventsSQL(limit int) string {
 	return glanceEventsHead + strconv.Itoa(limit+1)
 }
 
 // glanceEventsHead is glanceEventsSQL but the number of its limit.
-var glanceEventsHead = strings.Replace(glanceSQL, "\n\tFROM characters,", ",\n\t"+nulls(len(eventColumns))+"\n\tFROM characters,", 1) + `
-	UNION ALL SELECT ` + nulls(glanceColumns) + `, ` + eventList + `
+var glanceEventsHead = strings.Replace(glanceSQL, "\n\tFROM characters,", ",\n\t"+marksColumns+", "+nulls(len(eventColumns))+"\n\tFROM characters,", 1) + `
+	UNION ALL SELECT ` + nulls(glanceColumns+2) + `, ` + eventList + `
 	FROM events INDEXED BY idx_events_char_pending WHERE character_id = ? AND consumed_at IS NULL
 	LIMIT `
+
+// marksColumns read an NPC's marks (Glance.Marked): its newest journal
+// entry's id and its memories' revision, each through its index.
+const marksColumns = `(SELECT COALESCE(MAX(id), 0) FROM entries WHERE character_id = ?),
+	COALESCE((SELECT rev FROM memory_revs WHERE character_id = ?), 0)`
 
 // glanceColumns is how many columns glanceSQL reads, and eventColumns
 // the columns of eventList.
@@ -729,8 +740,10 @@ func nulls(n int) string {
 // GlanceEvents reads NPC id's Glance and, when an event waits, up to limit
 // of its pending events, oldest first, as PendingEvents reads them; or
 // returns ErrNotFound. A tick that goes on needs both: on SQLite one
-// statement reads them, from one snapshot; elsewhere, and with a limit
-// below 1, Glance and then PendingEvents do.
+// statement reads them, from one snapshot, with the NPC's marks
+// (Glance.Marked), which it reads from the journal's tables (entries,
+// memory_revs); elsewhere, with a limit below 1, and without those
+// tables, Glance and then PendingEvents do, and read no marks.
 func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance, []Event, error) {
 	var stmt *sql.Stmt
 	if limit > 0 {
@@ -750,7 +763,7 @@ func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance
 	if err := ctx.Err(); err != nil { // see Glance
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
-	rows, err := stmt.QueryContext(context.WithoutCancel(ctx), id, id, id)
+	rows, err := stmt.QueryContext(context.WithoutCancel(ctx), id, id, id, id, id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
@@ -761,14 +774,15 @@ func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance
 		pending                    bool
 		gameTime, created, updated sql.NullTime
 		e                          Event
+		newest, memRev             int64
 		null                       any // the other part's columns, NULL
 	)
-	dest := make([]any, 0, glanceColumns+len(eventColumns))
+	dest := make([]any, 0, glanceColumns+2+len(eventColumns))
 	dest = append(dest, &c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
 		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &c.Compaction.Target, &pending,
 		store.NullTimeText{T: &gameTime}, store.TimePtrText{T: &c.State.LastSleepAt}, &c.State.SleepMark, &c.State.HistoryRev,
-		store.NullTimeText{T: &created}, store.NullTimeText{T: &updated})
+		store.NullTimeText{T: &created}, store.NullTimeText{T: &updated}, &newest, &memRev)
 	// The glance's row comes first (UNION ALL keeps the order of its
 	// parts; a row in the wrong place fails to scan, its NULLs into
 	// numbers).
@@ -785,7 +799,7 @@ func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	dest = dest[:0]
-	for range glanceColumns {
+	for range glanceColumns + 2 {
 		dest = append(dest, &null)
 	}
 	dest = append(dest, eventDest(&e)...)
@@ -801,7 +815,7 @@ func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	c.State.CompactionNote = note.String
-	g := &Glance{NPC: c, Pending: pending}
+	g := &Glance{NPC: c, Pending: pending, Marked: true, NewestEntry: newest, MemoryRev: memRev}
 	if g.Whole() {
 		c.State.GameTime, c.CreatedAt, c.UpdatedAt = gameTime.Time, created.Time, updated.Time
 	}

@@ -127,3 +127,128 @@ func TestAppendedKeepsTheIndexAsTheDatabaseWould(t *testing.T) {
 		t.Fatalf("a search after Appended indexed %d more items", n-before-3)
 	}
 }
+
+// AddFollowing tells the id of the NPC's own newest entry before those it
+// adds, as the insert found it: 0 for the first, never another NPC's.
+func TestAddFollowingTellsTheEntryBefore(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "brom", t0)
+	e.npc(t, "mara", t0)
+	entry := func(text string) *Entry {
+		return &Entry{Type: TypeObservation, Content: text, Importance: 5, GameTime: t0}
+	}
+	add := func(npc string, es ...*Entry) int64 {
+		t.Helper()
+		var prev int64
+		err := store.Transaction(ctx, e.db, func(tx *gorm.DB) error {
+			var err error
+			prev, err = e.jour.WithTx(tx).AddFollowing(ctx, npc, es...)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return prev
+	}
+	first := entry("saw a heron")
+	if prev := add("brom", first); store.IsSQLite(e.db) && prev != 0 {
+		t.Fatalf("before brom's first entry: %d, want 0", prev)
+	}
+	add("mara", entry("saw a crow"))
+	two := []*Entry{entry("saw a fox"), entry("saw a hare")}
+	prev := add("brom", two...)
+	if !store.IsSQLite(e.db) {
+		if prev != -1 {
+			t.Fatalf("on PostgreSQL: %d, want -1 (cannot tell)", prev)
+		}
+		return
+	}
+	if prev != first.ID || two[0].ID <= first.ID || two[1].ID <= two[0].ID {
+		t.Fatalf("before brom's next two entries: %d, want %d (ids %d, %d after it)", prev, first.ID, two[0].ID, two[1].ID)
+	}
+}
+
+// AppendedEntries indexes a commit's entries from memory only when the
+// index holds the NPC's entries up to the one before them; a search given
+// the marks the index is at reads nothing, and finds what one built from
+// the database finds.
+func TestAppendedEntriesKeepsTheIndexAsTheDatabaseWould(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "brom", t0)
+	e.say(t, "brom", t0, []string{"wren says: the ferryman owes me four crowns"}, nil)
+	r := e.retriever(t)
+	if _, err := r.Search(ctx, "brom", "ferryman", 5); err != nil {
+		t.Fatal(err)
+	}
+	x := r.npcs["brom"]
+	add := func(text string) (*Entry, int64) {
+		t.Helper()
+		en := &Entry{Type: TypeObservation, Content: text, Importance: 7, GameTime: t0}
+		var prev int64
+		err := store.Transaction(ctx, e.db, func(tx *gorm.DB) error {
+			var err error
+			prev, err = e.jour.WithTx(tx).AddFollowing(ctx, "brom", en)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return en, prev
+	}
+	marks := func(newest int64) *Marks {
+		t.Helper()
+		st, err := e.chars.State(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Marks{GameTime: st.State.GameTime, HistoryRev: st.State.HistoryRev, NewestEntry: newest}
+	}
+	last := func() int64 {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		return x.lastEntry
+	}
+	// An entry another writer added between: the index does not hold the
+	// entry before the commit's, and takes nothing from memory.
+	between, _ := add("the mill's lantern was found broken")
+	told, prev := add("wren's sister was seen at Kestrel Hollow")
+	held := last()
+	r.AppendedEntries("brom", prev, []*Entry{told})
+	if got := last(); got != held {
+		t.Fatalf("AppendedEntries after entry %d, which the index lacks, moved it to entry %d (from %d)", prev, got, held)
+	}
+	if want := between.ID; !store.IsSQLite(e.db) {
+		want = -1 // PostgreSQL cannot tell
+	} else if prev != want {
+		t.Fatalf("AddFollowing: %d, want %d", prev, want)
+	}
+	search := func(r *Retriever, q string, m *Marks) []Result {
+		t.Helper()
+		rs, err := r.SearchWith(ctx, "brom", q, 5, SearchOptions{Marks: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	search(r, "lantern", marks(told.ID)) // the index is behind its marks: it reads both
+	if got := last(); got != told.ID {
+		t.Fatalf("a search whose marks the index was behind left it at entry %d, want %d", got, told.ID)
+	}
+	// The next commit's entry, told at the entry the index holds: taken
+	// from memory (on SQLite, which tells the entry before), and a search
+	// at the marks reads nothing.
+	next, prev := add("Tomas hid the strongbox key by the hearth")
+	r.AppendedEntries("brom", prev, []*Entry{next})
+	if got := last(); store.IsSQLite(e.db) && got != next.ID {
+		t.Fatalf("AppendedEntries at the index's entry left it at entry %d, want %d", got, next.ID)
+	}
+	fresh := e.retriever(t)
+	for _, q := range []string{"strongbox key hearth", "lantern mill", "sister Kestrel Hollow", "ferryman crowns"} {
+		got, want := search(r, q, marks(next.ID)), search(fresh, q, nil)
+		if len(want) == 0 || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: the index kept by AppendedEntries finds\n%+v\none built from the database\n%+v", q, got, want)
+		}
+	}
+}

@@ -450,6 +450,18 @@ func (r *Retriever) embedInPlace(ctx context.Context, x *npcIndex, ps []int32) (
 // journal entries, new and changed memories. It reports errReset when the
 // NPC's rows were deleted under it; the caller starts a new index.
 func (r *Retriever) refresh(ctx context.Context, x *npcIndex) error {
+	return r.refreshAt(ctx, x, nil)
+}
+
+// refreshAt is refresh reading nothing when the marks m are set and the
+// index is at them: every message of their history revision, every
+// memory of their memory revision and no journal entry above their
+// newest. Only the clock is then new.
+func (r *Retriever) refreshAt(ctx context.Context, x *npcIndex, m *Marks) error {
+	if m != nil && x.histKnown && x.histRev == m.HistoryRev && x.memRev == m.MemoryRev && x.lastEntry == m.NewestEntry {
+		x.gameTime = m.GameTime
+		return nil
+	}
 	// One statement tells what else changed and reads the new journal
 	// entries: the NPC's clock, its history and memory revisions, and its
 	// entries above the newest indexed. Most searches read nothing more.
@@ -535,6 +547,35 @@ func (r *Retriever) Appended(npc string, held, rev int64, msgs []*character.Mess
 	x.histRev = rev
 }
 
+// AppendedEntries tells the retriever that entries (as stored, with their
+// ids, in id order) were added to NPC npc's journal right after its entry
+// prev and with nothing else between (see Store.AddFollowing; prev is
+// negative when unknown). When the NPC's index holds its entries up to
+// prev, it indexes entries from memory, so that the next search does not
+// read them back. Otherwise it does nothing and the next search reads what
+// is new from the database, as always.
+func (r *Retriever) AppendedEntries(npc string, prev int64, entries []*Entry) {
+	if prev < 0 || len(entries) == 0 {
+		return
+	}
+	r.mu.Lock()
+	x, ok := r.npcs[npc]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.lastEntry != prev {
+		return
+	}
+	es := make([]newEntry, len(entries))
+	for i, e := range entries {
+		es[i] = newEntry{id: e.ID, content: e.Content, importance: e.Importance, gameTime: e.GameTime, src: &e.Sources.V}
+	}
+	r.indexEntries(x, es)
+}
+
 // newEntry is a journal entry a refresh found.
 type newEntry struct {
 	id         int64
@@ -542,6 +583,8 @@ type newEntry struct {
 	importance int
 	gameTime   time.Time
 	sources    []byte
+	// src, when set, is sources decoded (an entry written through).
+	src *character.Sources
 }
 
 // indexEntries indexes the NPC's new journal entries, es, in id order.
@@ -556,6 +599,9 @@ func (r *Retriever) indexEntries(x *npcIndex, es []newEntry) {
 	// As with messages, the newest entries are kept for the results.
 	x.rows.keepNewest(len(es), r.cfg.keepBytes, func(i int) (Result, error) {
 		e := es[i]
+		if e.src != nil {
+			return entryResult(e.id, texts[i], *e.src, e.gameTime, e.importance), nil
+		}
 		var src store.JSON[character.Sources]
 		if err := src.Scan(e.sources); err != nil {
 			return Result{}, fmt.Errorf("index journal of %q: sources of %d: %w", x.npc, e.id, err)

@@ -480,6 +480,12 @@ func (r *Retriever) remove(id string) {
 // acquire returns NPC id's index, locked and up to date with the database.
 // The caller unlocks it with release.
 func (r *Retriever) acquire(ctx context.Context, id string) (*npcIndex, error) {
+	return r.acquireAt(ctx, id, nil)
+}
+
+// acquireAt is acquire bringing the index up to date with the marks m
+// when they are set (see Marks).
+func (r *Retriever) acquireAt(ctx context.Context, id string, m *Marks) (*npcIndex, error) {
 	for attempt := 0; ; attempt++ {
 		r.mu.Lock()
 		x, ok := r.npcs[id]
@@ -496,7 +502,7 @@ func (r *Retriever) acquire(ctx context.Context, id string) (*npcIndex, error) {
 			r.drop(id, x)
 			continue
 		}
-		err := r.refresh(ctx, x)
+		err := r.refreshAt(ctx, x, m)
 		if errors.Is(err, errFloored) { // the floor only rises: this ends
 			x.mu.Unlock()
 			r.drop(id, x)

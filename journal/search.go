@@ -137,6 +137,22 @@ type SearchOptions struct {
 	// history, saves a read for each message it is shown of its own
 	// context, which the rows its index keeps may no longer hold.
 	Live []character.Message
+	// Marks, when set, are the NPC's marks as the caller read them, at
+	// one instant: when the NPC's index is up to date with them, the
+	// search reads nothing from the database to find out (see Marks).
+	Marks *Marks
+}
+
+// Marks tell how far an NPC's rows have come: its game clock, the
+// revision of its history (character.State.HistoryRev), the revision of
+// its memories (0 before the first) and its newest journal entry's id (0
+// before the first). A search given the marks read with the NPC's state
+// (character.Store.GlanceEvents) searches the NPC's rows as of that read.
+type Marks struct {
+	GameTime    time.Time
+	HistoryRev  int64
+	MemoryRev   int64
+	NewestEntry int64
 }
 
 // SearchWith is Search with the work trimmed as o says.
@@ -163,7 +179,7 @@ func (r *Retriever) SearchWith(ctx context.Context, npc, query string, k int, o 
 }
 
 func (r *Retriever) search(ctx context.Context, npc, query string, terms []string, k int, o SearchOptions) ([]Result, error) {
-	x, err := r.acquire(ctx, npc)
+	x, err := r.acquireAt(ctx, npc, o.Marks)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -173,13 +174,25 @@ func latestSourceUp(tx *gorm.DB, newest string) error {
 // Add appends entries for NPC id, setting their ids. Content is cut to
 // MaxEntryBytes, importance clamped to 1–10, and an unknown type refused.
 func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
+	_, err := s.AddFollowing(ctx, id, entries...)
+	return err
+}
+
+// AddFollowing is Add, also returning the id of NPC id's newest entry
+// before these as the statement that added them found it (0 when it had
+// none), or -1 when it cannot tell (PostgreSQL; more entries than one
+// statement inserts; none given). Inside a transaction on SQLite, which
+// writes one transaction at a time, no entry of the NPC came between that
+// one and these: a search index holding the NPC's entries up to it can
+// take these as they are (Retriever.AppendedEntries).
+func (s *Store) AddFollowing(ctx context.Context, id string, entries ...*Entry) (prev int64, err error) {
 	if len(entries) == 0 {
-		return nil
+		return -1, nil
 	}
 	now := time.Now().UTC()
 	for _, e := range entries {
 		if !ValidType(e.Type) {
-			return fmt.Errorf("%w: entry type %q", ErrInvalid, e.Type)
+			return -1, fmt.Errorf("%w: entry type %q", ErrInvalid, e.Type)
 		}
 		e.ID = 0
 		e.CharacterID = id
@@ -199,15 +212,15 @@ func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
 	}
 	// The prepared statement needs only the transaction s.db holds; the
 	// gorm session that carries ctx is made only for the ordinary way.
-	if done, err := s.insertEntries(ctx, s.db, entries); err != nil {
-		return fmt.Errorf("add journal entries for %q: %w", id, err)
+	if done, prev, err := s.insertEntries(ctx, s.db, entries); err != nil {
+		return -1, fmt.Errorf("add journal entries for %q: %w", id, err)
 	} else if done {
-		return nil
+		return prev, nil
 	}
 	if err := s.q(ctx).CreateInBatches(entries, 100).Error; err != nil {
-		return fmt.Errorf("add journal entries for %q: %w", id, err)
+		return -1, fmt.Errorf("add journal entries for %q: %w", id, err)
 	}
-	return nil
+	return -1, nil
 }
 
 // entryColumns are the columns gorm writes for a new Entry, in its order;
@@ -215,10 +228,13 @@ func (s *Store) Add(ctx context.Context, id string, entries ...*Entry) error {
 var entryColumns = []string{"character_id", "type", "content", "importance", "game_time", "created_at", "consolidated_at", "sources", "metadata", "latest_source"}
 
 // insertEntriesSQL[n] inserts n entries (SQLite), 1 ≤ n ≤
-// character.MaxPreparedRows.
+// character.MaxPreparedRows, returning for each its id and the id of the
+// NPC's entry before it (NULL for none), which SQLite reads as it inserts
+// the row: for the first row, the NPC's newest entry before the statement.
 var insertEntriesSQL = func() (out [character.MaxPreparedRows + 1]string) {
 	for n := 1; n <= character.MaxPreparedRows; n++ {
-		out[n] = store.InsertSQL("entries", entryColumns, n, "RETURNING `id`")
+		out[n] = store.InsertSQL("entries", entryColumns, n,
+			"RETURNING `id`, (SELECT MAX(p.id) FROM `entries` AS p WHERE p.character_id = `entries`.character_id AND p.id < `entries`.id)")
 	}
 	return out
 }()
@@ -226,22 +242,46 @@ var insertEntriesSQL = func() (out [character.MaxPreparedRows + 1]string) {
 // insertEntries inserts entries as they are through a prepared statement
 // inside an SQLite transaction, setting their ids, and reports false when
 // it cannot (then nothing was written and the caller inserts them the
-// ordinary way).
-func (s *Store) insertEntries(ctx context.Context, db *gorm.DB, entries []*Entry) (bool, error) {
+// ordinary way). prev is the id of the NPC's newest entry before them (see
+// AddFollowing).
+func (s *Store) insertEntries(ctx context.Context, db *gorm.DB, entries []*Entry) (done bool, prev int64, err error) {
 	if len(entries) > character.MaxPreparedRows {
-		return false, nil
+		return false, -1, nil
 	}
 	st, ok := s.prep.Stmt(ctx, db, insertEntriesSQL[len(entries)])
 	if !ok {
-		return false, nil
+		return false, -1, nil
 	}
 	args := make([]any, 0, len(entries)*len(entryColumns))
-	ids := make([]*int64, len(entries))
-	for i, e := range entries {
+	for _, e := range entries {
 		args = append(args, e.CharacterID, e.Type, e.Content, e.Importance, e.GameTime, e.CreatedAt, e.ConsolidatedAt, e.Sources, e.Metadata, e.LatestSource)
-		ids[i] = &e.ID
 	}
-	return true, store.ScanIDs(ctx, st, args, ids)
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return true, -1, err
+	}
+	defer rows.Close()
+	n := 0
+	var before sql.NullInt64
+	for rows.Next() {
+		if n == len(entries) {
+			return true, -1, errors.New("the insert returned more rows than it was given")
+		}
+		if err := rows.Scan(&entries[n].ID, &before); err != nil {
+			return true, -1, err
+		}
+		if n == 0 {
+			prev = before.Int64
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return true, -1, err
+	}
+	if n != len(entries) {
+		return true, -1, fmt.Errorf("the insert returned %d rows for %d entries", n, len(entries))
+	}
+	return true, prev, rows.Close()
 }
 
 // ListQuery selects entries.

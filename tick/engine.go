@@ -172,6 +172,12 @@ type appender interface {
 	Appended(npc string, held, rev int64, msgs []*character.Message)
 }
 
+// entryAppender is a Retriever that indexes the journal entries a commit
+// added as the commit gives them (journal.Retriever.AppendedEntries).
+type entryAppender interface {
+	AppendedEntries(npc string, prev int64, entries []*journal.Entry)
+}
+
 // Observer is told about ticks and model calls, for metrics. Its methods
 // must be quick and safe for concurrent use.
 type Observer interface {

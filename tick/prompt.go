@@ -169,7 +169,7 @@ func actorKey(e character.Event) string {
 // workingContext builds the transient system message for this turn: profiles
 // of those present and memories recalled for what was perceived, within
 // budget tokens. It returns "" when there is nothing to say.
-func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs []character.Event, live []character.Message, budget int, counter *llm.Counter) (string, error) {
+func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs []character.Event, live []character.Message, marks *journal.Marks, budget int, counter *llm.Counter) (string, error) {
 	if budget <= 0 || len(evs) == 0 {
 		return "", nil
 	}
@@ -189,7 +189,7 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 			q = append(q, ev.Text)
 		}
 		query := truncate(strings.Join(q, " "), 1000)
-		rs, err := e.recall(ctx, c.ID, query, e.cfg.RecallK+4, live)
+		rs, err := e.recall(ctx, c.ID, query, e.cfg.RecallK+4, live, marks)
 		if err != nil {
 			return "", err
 		}
@@ -265,10 +265,11 @@ type boundedSearcher interface {
 // RecallWindow and without pseudo-relevance feedback, which ranks a
 // second time for lines that share no word with what was perceived, when
 // the Retriever can. live is the NPC's live history as stored: messages of
-// it that the search shows are not read again.
-func (e *Engine) recall(ctx context.Context, npc, query string, k int, live []character.Message) ([]journal.Result, error) {
+// it that the search shows are not read again. marks, when set, are the
+// NPC's marks as its glance read them (journal.Marks).
+func (e *Engine) recall(ctx context.Context, npc, query string, k int, live []character.Message, marks *journal.Marks) ([]journal.Result, error) {
 	if b, ok := e.deps.Retriever.(boundedSearcher); ok {
-		return b.SearchWith(ctx, npc, query, k, journal.SearchOptions{NoFeedback: true, Window: RecallWindow, NoParts: true, Live: live})
+		return b.SearchWith(ctx, npc, query, k, journal.SearchOptions{NoFeedback: true, Window: RecallWindow, NoParts: true, Live: live, Marks: marks})
 	}
 	return e.deps.Retriever.Search(ctx, npc, query, k)
 }

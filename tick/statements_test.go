@@ -351,6 +351,157 @@ func TestRecallDoesNotReadBackTheTicksMessages(t *testing.T) {
 	}
 }
 
+// marksFrom is a piece of the statement a search reads an NPC's marks and
+// new journal entries with.
+const marksFrom = "FROM (SELECT 1 AS one) AS one LEFT JOIN characters"
+
+// A tick's search reads nothing back when the NPC's index holds what the
+// glance found: the journal entries a tick writes go into the index as it
+// commits them, like its messages. Rows written by others (an entry, a
+// memory) are read at the next search. Either way the index ranks like one
+// built from the database.
+func TestRecallReadsBackOnlyWhatOthersWrote(t *testing.T) {
+	env, log := countingEnv(t)
+	ctx := context.Background()
+	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{"I owe the ferryman four silver crowns, and I must pay him by the new moon!",
+		"My name is Wren and I map the hills; my sister Ilsa vanished at Kestrel Hollow.",
+		"Please, Brom, forge me a blade: the wolves took three sheep from my father's farm.",
+		"I promise to bring you twelve iron bars from the mine at Greyhold before winter."}
+	tick := func(i int, text string) []string {
+		t.Helper()
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "wren", Text: text}}); err != nil {
+			t.Fatal(err)
+		}
+		log.reset()
+		if res, err := env.eng.Tick(ctx, "brom"); err != nil || res.Idle {
+			t.Fatal(i, res, err)
+		}
+		stmts, _ := log.taken()
+		return stmts
+	}
+	reads := func(stmts []string, piece string) int {
+		n := 0
+		for _, s := range stmts {
+			if strings.Contains(s, piece) {
+				n++
+			}
+		}
+		return n
+	}
+	for i, text := range lines {
+		stmts := tick(i, text)
+		// The first tick builds the index; the others find it at the
+		// marks of their glance.
+		if want := min(i, 1) ^ 1; reads(stmts, marksFrom) != want || reads(stmts, newMessagesFrom) != want {
+			t.Fatalf("tick %d read the marks %d times and new messages %d times, want %d and %d:\n%s", i,
+				reads(stmts, marksFrom), reads(stmts, newMessagesFrom), want, want, strings.Join(stmts, "\n"))
+		}
+	}
+	written, err := env.jour.List(ctx, "brom", journal.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written) < len(lines) {
+		t.Fatalf("the ticks wrote %d journal entries, want at least %d to search", len(written), len(lines))
+	}
+	same := func(queries ...string) {
+		t.Helper()
+		ret := env.eng.deps.Retriever.(*journal.Retriever)
+		fresh, err := journal.NewRetriever(env.jour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range queries {
+			kept, err := ret.Search(ctx, "brom", q, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			built, err := fresh.Search(ctx, "brom", q, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(kept, built) || !slices.ContainsFunc(kept, func(r journal.Result) bool { return r.Kind == journal.KindJournal || len(r.Sources.JournalIDs) > 0 }) {
+				t.Fatalf("%q: the index kept by the ticks finds\n%+v\nthe index built from the database\n%+v\n(want journal entries among them, or folded into them)", q, kept, built)
+			}
+		}
+	}
+	same("ferryman crowns", "Ilsa Kestrel Hollow", "wolves sheep farm", "iron bars Greyhold")
+
+	// Written by others between two ticks: the next one reads them.
+	if err := env.jour.Add(ctx, "brom", &journal.Entry{Type: journal.TypeObservation, Content: "Wren's lantern was found broken at the mill.", Importance: 7}); err != nil {
+		t.Fatal(err)
+	}
+	stmts := tick(len(lines), "Have you heard any news from the mill?")
+	if reads(stmts, marksFrom) != 1 {
+		t.Fatalf("after an entry written by another, the tick read the marks %d times, want 1:\n%s", reads(stmts, marksFrom), strings.Join(stmts, "\n"))
+	}
+	if _, err := env.jour.AddMemory(ctx, "brom", &journal.Memory{Content: "Wren fears the miller's dog.", Importance: 6}); err != nil {
+		t.Fatal(err)
+	}
+	stmts = tick(len(lines)+1, "The miller's dog barked at me again.")
+	if reads(stmts, marksFrom) != 1 {
+		t.Fatalf("after a memory written by another, the tick read the marks %d times, want 1:\n%s", reads(stmts, marksFrom), strings.Join(stmts, "\n"))
+	}
+	same("lantern mill", "miller dog", "ferryman crowns")
+}
+
+// A tick that compacts before its model call has moved the NPC's history
+// since its glance: its search reads the marks anew instead of trusting
+// the glance's, and finds what an index built from the database finds.
+func TestRecallAfterACompactionInTheTickReadsTheMarks(t *testing.T) {
+	env, log := countingEnv(t)
+	env.eng.cfg.BackgroundCompaction = false // every compaction in a tick
+	ctx := context.Background()
+	npc := brom()
+	npc.ContextWindow = 3072
+	if _, err := env.eng.PutNPC(ctx, npc); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if i == 60 {
+			t.Fatal("no tick compacted")
+		}
+		text := fmt.Sprintf("Tale %d of the ferryman: %s", i, longTale[:200+i%7*40])
+		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "wren", Text: text}}); err != nil {
+			t.Fatal(err)
+		}
+		log.reset()
+		res, err := env.eng.Tick(ctx, "brom")
+		if err != nil || res.Idle {
+			t.Fatal(i, res, err)
+		}
+		if res.Compaction == nil {
+			continue
+		}
+		stmts, _ := log.taken()
+		if !slices.ContainsFunc(stmts, func(s string) bool { return strings.Contains(s, marksFrom) }) {
+			t.Fatalf("tick %d compacted and searched at the marks of its glance:\n%s", i, strings.Join(stmts, "\n"))
+		}
+		break
+	}
+	ret := env.eng.deps.Retriever.(*journal.Retriever)
+	fresh, err := journal.NewRetriever(env.jour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"ferryman tale", "wolves bridge ford"} {
+		kept, err := ret.Search(ctx, "brom", q, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		built, err := fresh.Search(ctx, "brom", q, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kept) == 0 || !reflect.DeepEqual(kept, built) {
+			t.Fatalf("%q: the index kept by the ticks finds\n%+v\nthe index built from the database\n%+v", q, kept, built)
+		}
+	}
+}
+
 // archiveByList is a piece of the statement that archives a list of
 // messages, whose text is parsed anew for every length of the list, and
 // archiveByRange one of the statement that archives a range of them.

@@ -115,6 +115,9 @@ type turnState struct {
 	// stored in the commit.
 	key string
 	res *Result
+	// marks are the NPC's marks as the glance read them, nil when it did
+	// not (see glance).
+	marks *journal.Marks
 }
 
 func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
@@ -145,6 +148,9 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	counter := e.Counter(c.Model)
 	evs, shown := fitEvents(evs, c, int(e.cfg.EventShare*float64(c.ContextWindow)), counter)
 	ts := &turnState{c: c, tick: c.State.Tick + 1, turn: c.State.Turn, gameTime: c.State.GameTime, events: evs, key: key}
+	if g.Marked {
+		ts.marks = &journal.Marks{GameTime: c.State.GameTime, HistoryRev: c.State.HistoryRev, MemoryRev: g.MemoryRev, NewestEntry: g.NewestEntry}
+	}
 
 	// A returns:true call still unanswered when new events arrive gets a
 	// placeholder result, so the model never sees a call without a result.
@@ -191,7 +197,14 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 		if room := c.ContextWindow - c.MaxOutputTokens - ts.c.ContextTokens() - pending - llm.ReplyPriming; room < budget {
 			budget = room
 		}
-		working, err = e.workingContext(ctx, c, evs, ts.live, budget, counter)
+		// The marks hold while the history is the one glanced at: a
+		// compaction since (in this tick, or beside it and taken over)
+		// wrote to it.
+		marks := ts.marks
+		if marks != nil && marks.HistoryRev != c.State.HistoryRev {
+			marks = nil
+		}
+		working, err = e.workingContext(ctx, c, evs, ts.live, marks, budget, counter)
 		if err != nil {
 			return nil, err
 		}
@@ -648,11 +661,13 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 	c := ts.c
 	var after *character.Character
 	var masked []int64
+	var noted []*journal.Entry // the entries the tick added, after the NPC's entry prev
+	var prev int64
 	current := false // the live history read at c's revision is the stored one
 	// Committed with the turns of other NPCs ticking meanwhile (see
 	// committer); the function may run again, so it sets every result anew.
 	err := e.commits.commit(ctx, func(ctx context.Context, tx *gorm.DB) error {
-		after, masked, current, ts.res = nil, nil, false, nil
+		after, masked, current, ts.res, noted, prev = nil, nil, false, nil, nil, -1
 		cs := e.deps.Characters.WithTx(tx)
 		js := e.deps.Journal.WithTx(tx)
 		d, err := cs.InsertMessages(ctx, c.ID, ts.current, counter, c.Masking.OffloadBytes)
@@ -683,9 +698,10 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 			}
 		}
 		entries = append(entries, e.noteOwnWords(ts)...)
-		if err := js.Add(ctx, c.ID, entries...); err != nil {
+		if prev, err = js.AddFollowing(ctx, c.ID, entries...); err != nil {
 			return err
 		}
+		noted = entries
 		w := tools.Writers{Journal: js, Characters: cs}
 		for _, ef := range ts.effects {
 			if err := ef(ctx, w); err != nil {
@@ -749,6 +765,9 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 	}
 	e.feed.notify()
 	e.appended(c, after.State.HistoryRev, current, ts.live, true, ts.current, masked)
+	if a, ok := e.deps.Retriever.(entryAppender); ok {
+		a.AppendedEntries(c.ID, prev, noted)
+	}
 	return after, nil
 }
 
