@@ -11,7 +11,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
-	"github.com/npcd/npcd/internal/dbtest"
 	"github.com/npcd/npcd/internal/schema"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/store"
@@ -35,11 +34,7 @@ func glancedOf(g *character.Glance, evs []character.Event) glanced {
 // tables GlanceEvents reads the NPC's marks from.
 func wholeDB(t *testing.T) *gorm.DB {
 	t.Helper()
-	db := dbtest.Open(t)
-	if err := store.Migrate(context.Background(), db, schema.Migrations()); err != nil {
-		t.Fatal(err)
-	}
-	return db
+	return migratedDB(t, schema.Migrations())
 }
 
 // GlanceEvents reads, on SQLite, the NPC's newest journal entry's id and

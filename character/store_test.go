@@ -23,9 +23,14 @@ var counter = llm.NewCounter(llm.BuiltinModel)
 
 func newDB(t *testing.T) *gorm.DB {
 	t.Helper()
-	ctx := context.Background()
+	return migratedDB(t, character.Migrations())
+}
+
+// migratedDB opens a test database with the schema of ms.
+func migratedDB(t *testing.T, ms []store.Migration) *gorm.DB {
+	t.Helper()
 	db := dbtest.Open(t)
-	if err := store.Migrate(ctx, db, character.Migrations()); err != nil {
+	if err := store.Migrate(context.Background(), db, ms); err != nil {
 		t.Fatal(err)
 	}
 	return db

@@ -521,13 +521,10 @@ func (r *Retriever) refreshAt(ctx context.Context, x *npcIndex, m *Marks) error 
 // search does not read them back. Otherwise it does nothing and the next
 // search reads what is new from the database, as always.
 func (r *Retriever) Appended(npc string, held, rev int64, msgs []*character.Message) {
-	r.mu.Lock()
-	x, ok := r.npcs[npc]
-	r.mu.Unlock()
-	if !ok {
+	x := r.lockedIndex(npc)
+	if x == nil {
 		return
 	}
-	x.mu.Lock()
 	defer x.mu.Unlock()
 	if !x.histKnown || x.histRev != held {
 		return
@@ -547,6 +544,19 @@ func (r *Retriever) Appended(npc string, held, rev int64, msgs []*character.Mess
 	x.histRev = rev
 }
 
+// lockedIndex returns NPC npc's index in the cache, locked, or nil when
+// the cache holds none.
+func (r *Retriever) lockedIndex(npc string) *npcIndex {
+	r.mu.Lock()
+	x, ok := r.npcs[npc]
+	r.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	x.mu.Lock()
+	return x
+}
+
 // AppendedEntries tells the retriever that entries (as stored, with their
 // ids, in id order) were added to NPC npc's journal right after its entry
 // prev and with nothing else between (see Store.AddFollowing; prev is
@@ -558,13 +568,10 @@ func (r *Retriever) AppendedEntries(npc string, prev int64, entries []*Entry) {
 	if prev < 0 || len(entries) == 0 {
 		return
 	}
-	r.mu.Lock()
-	x, ok := r.npcs[npc]
-	r.mu.Unlock()
-	if !ok {
+	x := r.lockedIndex(npc)
+	if x == nil {
 		return
 	}
-	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.lastEntry != prev {
 		return

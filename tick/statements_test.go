@@ -299,64 +299,43 @@ func TestTickReadsEventsStoredElsewhere(t *testing.T) {
 // messages with.
 const newMessagesFrom = "FROM messages WHERE character_id = ? AND state IN"
 
-// The messages a tick stores go into the NPC's search index as the tick
-// commits them: the next tick's recall does not read them back, and the
-// index so kept ranks like one built from the database.
-func TestRecallDoesNotReadBackTheTicksMessages(t *testing.T) {
-	env, log := countingEnv(t)
+// marksFrom is a piece of the statement a search reads an NPC's marks and
+// new journal entries with.
+const marksFrom = "FROM (SELECT 1 AS one) AS one LEFT JOIN characters"
+
+// keptAsBuilt fails t unless, for each query, brom's search index as the
+// engine keeps it finds something, and what an index built from the
+// database finds; it returns what it found.
+func keptAsBuilt(t *testing.T, env *testEnv, queries ...string) [][]journal.Result {
+	t.Helper()
 	ctx := context.Background()
-	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
-		t.Fatal(err)
-	}
-	lines := []string{"My name is Wren and I map the hills.", "The ferryman owes me four silver crowns.",
-		"Wren's map of Kestrel Hollow is in the chest.", "Four crowns, Brom, the ferryman swore it."}
-	for i, text := range lines {
-		if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "wren", Text: text}}); err != nil {
-			t.Fatal(err)
-		}
-		log.reset()
-		if res, err := env.eng.Tick(ctx, "brom"); err != nil || res.Idle {
-			t.Fatal(res, err)
-		}
-		stmts, _ := log.taken()
-		var reads int
-		for _, s := range stmts {
-			if strings.Contains(s, newMessagesFrom) {
-				reads++
-			}
-		}
-		// The first tick builds the index from the database; the others
-		// find what the previous tick wrote already in it.
-		if want := min(i, 1) ^ 1; reads != want {
-			t.Fatalf("tick %d read the new messages %d times, want %d:\n%s", i, reads, want, strings.Join(stmts, "\n"))
-		}
-	}
 	ret := env.eng.deps.Retriever.(*journal.Retriever)
 	fresh, err := journal.NewRetriever(env.jour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"ferryman crowns", "Wren map", "Kestrel Hollow chest"} {
-		kept, err := ret.Search(ctx, "brom", q, 5)
+	var out [][]journal.Result
+	for _, q := range queries {
+		kept, err := ret.Search(ctx, "brom", q, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
-		built, err := fresh.Search(ctx, "brom", q, 5)
+		built, err := fresh.Search(ctx, "brom", q, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(kept) == 0 || !reflect.DeepEqual(kept, built) {
 			t.Fatalf("%q: the index kept by the ticks finds\n%+v\nthe index built from the database\n%+v", q, kept, built)
 		}
+		out = append(out, kept)
 	}
+	return out
 }
 
-// marksFrom is a piece of the statement a search reads an NPC's marks and
-// new journal entries with.
-const marksFrom = "FROM (SELECT 1 AS one) AS one LEFT JOIN characters"
-
 // A tick's search reads nothing back when the NPC's index holds what the
-// glance found: the journal entries a tick writes go into the index as it
+// glance found: the messages and journal entries a tick writes go into the
+// index as it commits them, and the first tick alone builds it from the
+// database. the journal entries a tick writes go into the index as it
 // commits them, like its messages. Rows written by others (an entry, a
 // memory) are read at the next search. Either way the index ranks like one
 // built from the database.
@@ -407,28 +386,11 @@ func TestRecallReadsBackOnlyWhatOthersWrote(t *testing.T) {
 	if len(written) < len(lines) {
 		t.Fatalf("the ticks wrote %d journal entries, want at least %d to search", len(written), len(lines))
 	}
-	same := func(queries ...string) {
-		t.Helper()
-		ret := env.eng.deps.Retriever.(*journal.Retriever)
-		fresh, err := journal.NewRetriever(env.jour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range queries {
-			kept, err := ret.Search(ctx, "brom", q, 8)
-			if err != nil {
-				t.Fatal(err)
-			}
-			built, err := fresh.Search(ctx, "brom", q, 8)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(kept, built) || !slices.ContainsFunc(kept, func(r journal.Result) bool { return r.Kind == journal.KindJournal || len(r.Sources.JournalIDs) > 0 }) {
-				t.Fatalf("%q: the index kept by the ticks finds\n%+v\nthe index built from the database\n%+v\n(want journal entries among them, or folded into them)", q, kept, built)
-			}
+	for i, kept := range keptAsBuilt(t, env, "ferryman crowns", "Ilsa Kestrel Hollow", "wolves sheep farm", "iron bars Greyhold") {
+		if !slices.ContainsFunc(kept, func(r journal.Result) bool { return r.Kind == journal.KindJournal || len(r.Sources.JournalIDs) > 0 }) {
+			t.Fatalf("query %d finds no journal entry, not even folded into a message: %+v", i, kept)
 		}
 	}
-	same("ferryman crowns", "Ilsa Kestrel Hollow", "wolves sheep farm", "iron bars Greyhold")
 
 	// Written by others between two ticks: the next one reads them.
 	if err := env.jour.Add(ctx, "brom", &journal.Entry{Type: journal.TypeObservation, Content: "Wren's lantern was found broken at the mill.", Importance: 7}); err != nil {
@@ -445,7 +407,7 @@ func TestRecallReadsBackOnlyWhatOthersWrote(t *testing.T) {
 	if reads(stmts, marksFrom) != 1 {
 		t.Fatalf("after a memory written by another, the tick read the marks %d times, want 1:\n%s", reads(stmts, marksFrom), strings.Join(stmts, "\n"))
 	}
-	same("lantern mill", "miller dog", "ferryman crowns")
+	keptAsBuilt(t, env, "lantern mill", "miller dog", "ferryman crowns")
 }
 
 // A tick that compacts before its model call has moved the NPC's history
@@ -482,24 +444,7 @@ func TestRecallAfterACompactionInTheTickReadsTheMarks(t *testing.T) {
 		}
 		break
 	}
-	ret := env.eng.deps.Retriever.(*journal.Retriever)
-	fresh, err := journal.NewRetriever(env.jour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"ferryman tale", "wolves bridge ford"} {
-		kept, err := ret.Search(ctx, "brom", q, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		built, err := fresh.Search(ctx, "brom", q, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(kept) == 0 || !reflect.DeepEqual(kept, built) {
-			t.Fatalf("%q: the index kept by the ticks finds\n%+v\nthe index built from the database\n%+v", q, kept, built)
-		}
-	}
+	keptAsBuilt(t, env, "ferryman tale", "wolves bridge ford")
 }
 
 // archiveByList is a piece of the statement that archives a list of
