@@ -256,32 +256,19 @@ func (s *Store) insertEntries(ctx context.Context, db *gorm.DB, entries []*Entry
 	for _, e := range entries {
 		args = append(args, e.CharacterID, e.Type, e.Content, e.Importance, e.GameTime, e.CreatedAt, e.ConsolidatedAt, e.Sources, e.Metadata, e.LatestSource)
 	}
-	rows, err := st.QueryContext(ctx, args...)
+	// The entry before the first is the NPC's newest before these; those
+	// before the others are the entries just added.
+	var first, later sql.NullInt64
+	err = store.ScanReturned(ctx, st, args, len(entries), func(i int) []any {
+		if i == 0 {
+			return []any{&entries[i].ID, &first}
+		}
+		return []any{&entries[i].ID, &later}
+	})
 	if err != nil {
 		return true, -1, err
 	}
-	defer rows.Close()
-	n := 0
-	var before sql.NullInt64
-	for rows.Next() {
-		if n == len(entries) {
-			return true, -1, errors.New("the insert returned more rows than it was given")
-		}
-		if err := rows.Scan(&entries[n].ID, &before); err != nil {
-			return true, -1, err
-		}
-		if n == 0 {
-			prev = before.Int64
-		}
-		n++
-	}
-	if err := rows.Err(); err != nil {
-		return true, -1, err
-	}
-	if n != len(entries) {
-		return true, -1, fmt.Errorf("the insert returned %d rows for %d entries", n, len(entries))
-	}
-	return true, prev, rows.Close()
+	return true, first.Int64, nil
 }
 
 // ListQuery selects entries.

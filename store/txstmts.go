@@ -104,26 +104,34 @@ func InsertSQL(table string, cols []string, rows int, tail string) string {
 // ScanIDs runs the insert st with args and scans the id each row returns
 // (RETURNING) into ids, in order; every row must return one.
 func ScanIDs(ctx context.Context, st *sql.Stmt, args []any, ids []*int64) error {
+	d := []any{nil}
+	return ScanReturned(ctx, st, args, len(ids), func(i int) []any { d[0] = ids[i]; return d })
+}
+
+// ScanReturned runs the insert st with args and scans the row it returns
+// (RETURNING) for its i-th row of values into dest(i), in order; it must
+// return n rows.
+func ScanReturned(ctx context.Context, st *sql.Stmt, args []any, n int, dest func(i int) []any) error {
 	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	n := 0
+	got := 0
 	for rows.Next() {
-		if n == len(ids) {
-			return errors.New("the insert returned more ids than rows")
+		if got == n {
+			return errors.New("the insert returned more rows than it was given")
 		}
-		if err := rows.Scan(ids[n]); err != nil {
+		if err := rows.Scan(dest(got)...); err != nil {
 			return err
 		}
-		n++
+		got++
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if n != len(ids) {
-		return fmt.Errorf("the insert returned %d ids for %d rows", n, len(ids))
+	if got != n {
+		return fmt.Errorf("the insert returned %d rows for %d", got, n)
 	}
 	return rows.Close()
 }

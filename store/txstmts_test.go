@@ -64,3 +64,46 @@ func TestTxStmtsRunInsideSQLiteTransactions(t *testing.T) {
 		})
 	}
 }
+
+// ScanReturned scans each row an insert returns into the places its
+// function gives for that row, and fails when the insert returns another
+// number of rows than it was told (the rows are still written: the
+// caller's transaction undoes them). ScanIDs scans ids alone.
+func TestScanReturned(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFile(t)
+	if err := db.Exec("CREATE TABLE r (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlDB.PrepareContext(ctx, "INSERT INTO r (n) VALUES (?), (?) RETURNING id, n * 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var ids, tens [2]int64
+	err = store.ScanReturned(ctx, st, []any{4, 7}, 2, func(i int) []any { return []any{&ids[i], &tens[i]} })
+	if err != nil || ids[0] < 1 || ids[1] != ids[0]+1 || tens != [2]int64{40, 70} {
+		t.Fatalf("ScanReturned: ids %v, tens %v, %v; want two ids in order and 40, 70", ids, tens, err)
+	}
+	for _, n := range []int{1, 3} {
+		// Places for n rows only: a row past them is never asked for.
+		vals := make([]int64, 2*n)
+		err := store.ScanReturned(ctx, st, []any{1, 2}, n, func(i int) []any { return []any{&vals[2*i], &vals[2*i+1]} })
+		if err == nil {
+			t.Errorf("ScanReturned told %d rows of an insert of 2 returned no error", n)
+		}
+	}
+	one, err := sqlDB.PrepareContext(ctx, "INSERT INTO r (n) VALUES (?), (?) RETURNING id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	var a, b int64
+	if err := store.ScanIDs(ctx, one, []any{5, 6}, []*int64{&a, &b}); err != nil || a < 1 || b != a+1 {
+		t.Fatalf("ScanIDs: %d, %d, %v; want two ids in order", a, b, err)
+	}
+}

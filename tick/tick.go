@@ -115,9 +115,6 @@ type turnState struct {
 	// stored in the commit.
 	key string
 	res *Result
-	// marks are the NPC's marks as the glance read them, nil when it did
-	// not (see glance).
-	marks *journal.Marks
 }
 
 func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
@@ -148,8 +145,10 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	counter := e.Counter(c.Model)
 	evs, shown := fitEvents(evs, c, int(e.cfg.EventShare*float64(c.ContextWindow)), counter)
 	ts := &turnState{c: c, tick: c.State.Tick + 1, turn: c.State.Turn, gameTime: c.State.GameTime, events: evs, key: key}
+	// The NPC's marks as the glance read them, nil when it did not.
+	var marks *journal.Marks
 	if g.Marked {
-		ts.marks = &journal.Marks{GameTime: c.State.GameTime, HistoryRev: c.State.HistoryRev, MemoryRev: g.MemoryRev, NewestEntry: g.NewestEntry}
+		marks = &journal.Marks{GameTime: c.State.GameTime, HistoryRev: c.State.HistoryRev, MemoryRev: g.MemoryRev, NewestEntry: g.NewestEntry}
 	}
 
 	// A returns:true call still unanswered when new events arrive gets a
@@ -200,7 +199,6 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 		// The marks hold while the history is the one glanced at: a
 		// compaction since (in this tick, or beside it and taken over)
 		// wrote to it.
-		marks := ts.marks
 		if marks != nil && marks.HistoryRev != c.State.HistoryRev {
 			marks = nil
 		}
