@@ -303,7 +303,7 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
-		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB),
+		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB, lateWriter(deps.Characters)),
 		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, besideSlots: make(chan struct{}, cfg.BackgroundCompactions),
 		bg: bg, stopBG: stopBG}, nil
 }

@@ -7,17 +7,34 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/store"
 )
 
 // MaxCommitGroup bounds how many ticks' commits share one transaction.
 const MaxCommitGroup = 64
 
-// commitFunc writes one tick's turn inside tx. It may run more than once
-// (its group rolled back for another member's failure, or PostgreSQL
+// commitFunc writes one tick's turn inside tx, leaving to late the rows
+// that are written at the end of the transaction. It may run more than
+// once (its group rolled back for another member's failure, or PostgreSQL
 // aborting a deadlock victim): every run starts from what the tick holds in
 // memory and sets again whatever it leaves for the caller.
-type commitFunc func(ctx context.Context, tx *gorm.DB) error
+type commitFunc func(ctx context.Context, tx *gorm.DB, late *lateRows) error
+
+// lateRows are the rows the members of a commit group leave to the end of
+// its transaction, where one statement writes each kind for all of them
+// (character.Store.AddTicks, AddOutcomes) instead of one per member: the
+// group holds SQLite's only writer while its statements run, and what a
+// statement costs beside its rows is paid by every tick queued behind it.
+// The outcomes are the transaction's last writes, as AddOutcome requires.
+type lateRows struct {
+	ticks    []*character.TickRecord
+	outcomes []*character.TickOutcome
+}
+
+// writeLate writes the rows late holds inside tx (nil for a committer
+// whose members leave none).
+type writeLate func(ctx context.Context, tx *gorm.DB, late *lateRows) error
 
 // committer commits the turns of concurrently ticking NPCs, and the events
 // posted meanwhile, together. SQLite
@@ -42,6 +59,7 @@ type commitFunc func(ctx context.Context, tx *gorm.DB) error
 type committer struct {
 	db      *gorm.DB
 	grouped bool // SQLite: commits are grouped
+	late    writeLate
 
 	mu      sync.Mutex
 	queue   []*commitJob
@@ -59,8 +77,8 @@ type commitJob struct {
 	err  error
 }
 
-func newCommitter(db *gorm.DB) *committer {
-	return &committer{db: db, grouped: store.IsSQLite(db)}
+func newCommitter(db *gorm.DB, late writeLate) *committer {
+	return &committer{db: db, grouped: store.IsSQLite(db), late: late}
 }
 
 // commit runs fn in a transaction, with the commits of other ticks queued
@@ -68,7 +86,13 @@ func newCommitter(db *gorm.DB) *committer {
 // A panic in fn is raised again here, in the caller's goroutine.
 func (c *committer) commit(ctx context.Context, fn commitFunc) error {
 	if !c.grouped {
-		return store.Transaction(ctx, c.db, func(tx *gorm.DB) error { return fn(ctx, tx) })
+		return store.Transaction(ctx, c.db, func(tx *gorm.DB) error {
+			var late lateRows
+			if err := fn(ctx, tx, &late); err != nil {
+				return err
+			}
+			return c.writeLate(ctx, tx, &late)
+		})
 	}
 	j := &commitJob{ctx: ctx, fn: fn, wake: make(chan struct{}, 1)}
 	c.mu.Lock()
@@ -186,25 +210,39 @@ func (c *committer) run(group []*commitJob) int {
 func (c *committer) tx(jobs []*commitJob) (bad int, err error) {
 	bad = -1
 	err = store.RunTransaction(context.Background(), c.db, func(tx *gorm.DB) error {
+		var late lateRows
 		for i, j := range jobs {
 			// The member's context ends its wait, not its statements: an
 			// interrupted statement would roll back the whole group.
-			if err := call(j.fn, context.WithoutCancel(j.ctx), tx); err != nil {
+			if err := call(j.fn, context.WithoutCancel(j.ctx), tx, &late); err != nil {
 				bad = i
 				return err
 			}
 		}
-		return nil
+		// Whose rows failed is not known here: the group fails as a
+		// whole, and each member is tried alone (run).
+		return c.writeLate(context.Background(), tx, &late)
 	})
 	return bad, err
 }
 
+// writeLate writes the rows the members left in late, if any.
+func (c *committer) writeLate(ctx context.Context, tx *gorm.DB, late *lateRows) error {
+	if len(late.ticks) == 0 && len(late.outcomes) == 0 {
+		return nil
+	}
+	if c.late == nil {
+		return fmt.Errorf("commit: %d tick records and %d outcomes left with no writer", len(late.ticks), len(late.outcomes))
+	}
+	return c.late(ctx, tx, late)
+}
+
 // call runs fn, turning a panic into a *commitPanic.
-func call(fn commitFunc, ctx context.Context, tx *gorm.DB) (err error) {
+func call(fn commitFunc, ctx context.Context, tx *gorm.DB, late *lateRows) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &commitPanic{v: v}
 		}
 	}()
-	return fn(ctx, tx)
+	return fn(ctx, tx, late)
 }

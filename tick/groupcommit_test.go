@@ -62,14 +62,14 @@ func TestCommitterGivesEachMemberItsOwnOutcome(t *testing.T) {
 	if err := db.Exec("CREATE TABLE gc_rows (name TEXT NOT NULL)").Error; err != nil {
 		t.Fatal(err)
 	}
-	c := newCommitter(db)
+	c := newCommitter(db, nil)
 	if !c.grouped {
 		t.Fatal("commits on SQLite must be grouped")
 	}
 	waitQueued, release := holdCommitter(t, c)
 
 	insert := func(name string) commitFunc {
-		return func(ctx context.Context, tx *gorm.DB) error {
+		return func(ctx context.Context, tx *gorm.DB, _ *lateRows) error {
 			return tx.WithContext(ctx).Exec("INSERT INTO gc_rows (name) VALUES (?)", name).Error
 		}
 	}
@@ -87,15 +87,15 @@ func TestCommitterGivesEachMemberItsOwnOutcome(t *testing.T) {
 		ctx := context.Background()
 		switch name {
 		case "fails":
-			fn = func(ctx context.Context, tx *gorm.DB) error {
-				if err := insert(name)(ctx, tx); err != nil {
+			fn = func(ctx context.Context, tx *gorm.DB, _ *lateRows) error {
+				if err := insert(name)(ctx, tx, nil); err != nil {
 					return err
 				}
 				return boom
 			}
 		case "panics":
-			fn = func(ctx context.Context, tx *gorm.DB) error {
-				if err := insert(name)(ctx, tx); err != nil {
+			fn = func(ctx context.Context, tx *gorm.DB, _ *lateRows) error {
+				if err := insert(name)(ctx, tx, nil); err != nil {
 					return err
 				}
 				panic("commit bug")
@@ -159,13 +159,13 @@ func TestCommitterBoundsItsGroups(t *testing.T) {
 	if err := db.Exec("CREATE TABLE gc_rows (name TEXT NOT NULL)").Error; err != nil {
 		t.Fatal(err)
 	}
-	c := newCommitter(db)
+	c := newCommitter(db, nil)
 	waitQueued, release := holdCommitter(t, c)
 	const n = MaxCommitGroup + 10
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		go func() {
-			errs <- c.commit(context.Background(), func(ctx context.Context, tx *gorm.DB) error {
+			errs <- c.commit(context.Background(), func(ctx context.Context, tx *gorm.DB, _ *lateRows) error {
 				return tx.WithContext(ctx).Exec("INSERT INTO gc_rows (name) VALUES (?)", fmt.Sprint(i)).Error
 			})
 		}()

@@ -200,7 +200,7 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 	// Committed with the ticks and posts of other NPCs queued meanwhile
 	// (see committer); the function may run again, so it sets its counts
 	// anew.
-	err = e.commits.commit(ctx, func(ctx context.Context, tx *gorm.DB) error {
+	err = e.commits.commit(ctx, func(ctx context.Context, tx *gorm.DB, _ *lateRows) error {
 		var err error
 		accepted, duplicates, err = e.deps.Characters.WithTx(tx).AddEvents(ctx, id, evs, e.cfg.MaxPendingEvents)
 		return err

@@ -664,7 +664,7 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 	current := false // the live history read at c's revision is the stored one
 	// Committed with the turns of other NPCs ticking meanwhile (see
 	// committer); the function may run again, so it sets every result anew.
-	err := e.commits.commit(ctx, func(ctx context.Context, tx *gorm.DB) error {
+	err := e.commits.commit(ctx, func(ctx context.Context, tx *gorm.DB, late *lateRows) error {
 		after, masked, current, ts.res, noted, prev = nil, nil, false, nil, nil, -1
 		cs := e.deps.Characters.WithTx(tx)
 		js := e.deps.Journal.WithTx(tx)
@@ -746,17 +746,17 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 		if n := len(ts.current); n > 0 {
 			rec.FirstMessageID, rec.LastMessageID = ts.current[0].ID, ts.current[n-1].ID
 		}
-		if err := cs.AddTick(ctx, rec); err != nil {
-			return err
-		}
 		// The answer is stored with the turn, last: a game that never got
-		// it fetches it again, and the feed delivers it.
+		// it fetches it again, and the feed delivers it. Both rows are
+		// written with those of the ticks committing alongside.
 		ts.res = ts.result(after)
 		o, err := outcomeOf(ts.res, ts.key, rec.At)
 		if err != nil {
 			return err
 		}
-		return cs.AddOutcome(ctx, o)
+		late.ticks = append(late.ticks, rec)
+		late.outcomes = append(late.outcomes, o)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -767,6 +767,19 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 		a.AppendedEntries(c.ID, prev, noted)
 	}
 	return after, nil
+}
+
+// lateWriter writes the tick records and outcomes that the ticks of a
+// commit group left to its end (lateRows) through chars, the outcomes
+// last.
+func lateWriter(chars *character.Store) writeLate {
+	return func(ctx context.Context, tx *gorm.DB, late *lateRows) error {
+		cs := chars.WithTx(tx)
+		if err := cs.AddTicks(ctx, late.ticks); err != nil {
+			return err
+		}
+		return cs.AddOutcomes(ctx, late.outcomes)
+	}
 }
 
 // appended writes through what a commit that appended added to NPC c's

@@ -1,0 +1,125 @@
+package character
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/npcd/npcd/store"
+)
+
+// Ticks that commit together (see tick's group commit) store their tick
+// records and outcomes together too, at the end of the transaction: one
+// statement per kind for up to MaxPreparedRows ticks instead of one per
+// tick. On SQLite a group holds the database's only writer for as long as
+// its statements run, so what a statement costs beside its rows is paid
+// by every tick queued behind the group.
+
+// tickColumns are the columns of a TickRecord in the order of tickArgs.
+var tickColumns = []string{"character_id", "tick", "at", "game_time", "context_tokens", "window", "utilization",
+	"prompt_tokens", "completion_tokens", "llm_calls", "actions", "compaction_id", "recovery", "first_message_id", "last_message_id"}
+
+func tickArgs(args []any, r *TickRecord) []any {
+	return append(args, r.CharacterID, r.Tick, r.At, r.GameTime, r.ContextTokens, r.Window, r.Utilization,
+		r.PromptTokens, r.CompletionTokens, r.LLMCalls, r.Actions, r.CompactionID, r.Recovery, r.FirstMessageID, r.LastMessageID)
+}
+
+// outcomeColumns are the columns of a TickOutcome in the order of
+// outcomeArgs.
+var outcomeColumns = []string{"character_id", "tick", "key", "idle", "at", "body"}
+
+func outcomeArgs(args []any, o *TickOutcome) []any {
+	return append(args, o.CharacterID, o.Tick, o.Key, o.Idle, o.At, o.Body)
+}
+
+// insertTicksSQL[n] and insertOutcomesSQL[n] insert n rows (SQLite),
+// 1 ≤ n ≤ MaxPreparedRows, returning their ids.
+var insertTicksSQL, insertOutcomesSQL = func() (ticks, outcomes [MaxPreparedRows + 1]string) {
+	for n := 1; n <= MaxPreparedRows; n++ {
+		ticks[n] = store.InsertSQL("tick_records", tickColumns, n, "RETURNING `id`")
+		outcomes[n] = store.InsertSQL("tick_outcomes", outcomeColumns, n, "RETURNING `id`")
+	}
+	return ticks, outcomes
+}()
+
+// AddTicks records the non-idle ticks rs, setting their ids, as AddTick
+// does each.
+func (s *Store) AddTicks(ctx context.Context, rs []*TickRecord) error {
+	if len(rs) == 1 {
+		return s.AddTick(ctx, rs[0])
+	}
+	err := s.insertRows(ctx, len(rs), insertTicksSQL[:],
+		func(args []any, i int) []any { return tickArgs(args, rs[i]) },
+		func(i int) *int64 { return &rs[i].ID },
+		func(i int) error { return s.AddTick(ctx, rs[i]) })
+	if err != nil {
+		return fmt.Errorf("record %d ticks: %w", len(rs), err)
+	}
+	return nil
+}
+
+// AddOutcomes stores the outcomes os, setting their ids, as AddOutcome
+// does each: inside the transaction that commits their turns, as its last
+// write. A key an NPC already used fails them all with ErrDuplicateKey
+// (which of them holds it is told only when os holds one outcome).
+func (s *Store) AddOutcomes(ctx context.Context, os []*TickOutcome) error {
+	if len(os) == 1 {
+		return s.AddOutcome(ctx, os[0])
+	}
+	err := s.insertRows(ctx, len(os), insertOutcomesSQL[:],
+		func(args []any, i int) []any { return outcomeArgs(args, os[i]) },
+		func(i int) *int64 { return &os[i].ID },
+		func(i int) error { return s.AddOutcome(ctx, os[i]) })
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, ErrDuplicateKey) && isUniqueViolation(err):
+		return fmt.Errorf("%w: one of %d outcomes", ErrDuplicateKey, len(os))
+	}
+	return fmt.Errorf("record %d outcomes: %w", len(os), err)
+}
+
+// insertRows inserts n rows through the prepared statements texts[k] (k
+// rows each, k ≤ MaxPreparedRows), args(list, i) adding row i's values to
+// a list and id(i) where its returned id goes, in as few statements as the
+// bound allows. Where statements are not prepared (PostgreSQL, or outside
+// a transaction) it inserts the rows one by one with one(i).
+func (s *Store) insertRows(ctx context.Context, n int, texts []string, args func([]any, int) []any, id func(int) *int64, one func(int) error) error {
+	if n == 0 {
+		return nil
+	}
+	if _, ok := s.prep.Stmt(ctx, s.db, texts[1]); !ok {
+		for i := range n {
+			if err := one(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ap := insertArgs.Get().(*[]any)
+	defer func() {
+		clear(*ap)
+		*ap = (*ap)[:0]
+		insertArgs.Put(ap)
+	}()
+	for from := 0; from < n; from += MaxPreparedRows {
+		k := min(n-from, MaxPreparedRows)
+		st, ok := s.prep.Stmt(ctx, s.db, texts[k])
+		if !ok {
+			return fmt.Errorf("insert %d rows: %w", k, gorm.ErrInvalidTransaction)
+		}
+		list := (*ap)[:0]
+		ids := make([]*int64, k)
+		for i := range k {
+			list = args(list, from+i)
+			ids[i] = id(from + i)
+		}
+		*ap = list
+		if err := store.ScanIDs(ctx, st, list, ids); err != nil {
+			return err
+		}
+	}
+	return nil
+}

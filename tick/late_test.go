@@ -1,0 +1,239 @@
+package tick
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/llm"
+)
+
+// tickGroup puts an NPC for each id in env, posts it an event and ticks
+// them all at once, their commits held until all are queued so that they
+// commit in one group (on SQLite). keys[i], when set, is tick i's
+// idempotency key; model is the NPCs' model ("" for the builtin one).
+func tickGroup(t *testing.T, env *testEnv, model string, ids, keys []string) ([]*Result, []error) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range ids {
+		c := brom()
+		c.ID, c.Name, c.Model = id, "Smith "+id, model
+		if _, err := env.eng.PutNPC(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := env.eng.PostEvents(ctx, id, []EventInput{{ID: "e-" + id, Kind: "say", Actor: "alice", Text: "Good morning, " + id + "! I lost my sword."}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := func() {}
+	if env.eng.commits.grouped {
+		var waitQueued func(int)
+		waitQueued, release = holdCommitter(t, env.eng.commits)
+		go func() { waitQueued(len(ids)); release() }()
+	}
+	results := make([]*Result, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = env.eng.TickWithKey(ctx, id, keys[i])
+		}()
+	}
+	wg.Wait()
+	release()
+	return results, errs
+}
+
+// The ticks of a group store their tick records and their outcomes with
+// one statement each, after every other write of the group, and each NPC
+// finds its own record and answer as if it had committed alone.
+func TestGroupStoresRecordsAndOutcomesTogether(t *testing.T) {
+	env, log := countingEnv(t)
+	ctx := context.Background()
+	ids := []string{"npc-0", "npc-1", "npc-2", "npc-3", "npc-4"}
+	keys := []string{"", "k-1", "", "k-3", ""}
+	log.reset()
+	results, errs := tickGroup(t, env, "", ids, keys)
+	for i, id := range ids {
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", id, errs[i])
+		}
+		res := results[i]
+		if res.NPC != id || res.Tick != 1 || res.Idle {
+			t.Fatalf("%s: result %+v, want its tick 1", id, res)
+		}
+		recs, err := env.chars.Ticks(ctx, id, 0, 0)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("%s: tick records %+v, %v; want one", id, recs, err)
+		}
+		rec := recs[0]
+		msgs, err := env.chars.LiveMessages(ctx, id)
+		if err != nil || len(msgs) == 0 {
+			t.Fatalf("%s: messages %v, %v", id, msgs, err)
+		}
+		c, err := env.chars.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Tick != 1 || rec.FirstMessageID != msgs[0].ID || rec.LastMessageID != msgs[len(msgs)-1].ID ||
+			rec.ContextTokens != c.ContextTokens() || rec.Actions != len(res.Actions) || rec.ID == 0 {
+			t.Errorf("%s: record %+v; want tick 1 over messages %d-%d, %d context tokens, %d actions", id, rec,
+				msgs[0].ID, msgs[len(msgs)-1].ID, c.ContextTokens(), len(res.Actions))
+		}
+		stored, err := env.eng.Outcome(ctx, id, 1)
+		if err != nil {
+			t.Fatalf("%s: outcome: %v", id, err)
+		}
+		if a, b := mustJSON(t, stored), mustJSON(t, res); a != b {
+			t.Errorf("%s: stored outcome\n%s\nwant the answer given\n%s", id, a, b)
+		}
+		if keys[i] != "" {
+			o, err := env.chars.OutcomeByKey(ctx, id, keys[i])
+			if err != nil || o.Tick != 1 {
+				t.Errorf("%s: outcome under %q: %+v, %v", id, keys[i], o, err)
+			}
+		}
+	}
+	if !env.eng.commits.grouped {
+		return
+	}
+	if got := env.eng.commits.largestGroup(); got != len(ids) {
+		t.Fatalf("largest group %d, want the %d ticks together", got, len(ids))
+	}
+	stmts, _ := log.taken()
+	lastWrite, records, outcomes := -1, 0, 0
+	for i, s := range stmts {
+		switch {
+		case strings.HasPrefix(s, "INSERT INTO `tick_records`"):
+			records++
+		case strings.HasPrefix(s, "INSERT INTO `tick_outcomes`"):
+			outcomes++
+			if i < lastWrite {
+				t.Errorf("the outcomes were stored before statement %d: %s", lastWrite, stmts[lastWrite])
+			}
+			lastWrite = i
+		case strings.HasPrefix(s, "INSERT") || strings.HasPrefix(s, "UPDATE") || strings.HasPrefix(s, "DELETE"):
+			if outcomes > 0 && !strings.Contains(s, "`events`") {
+				t.Errorf("a write after the outcomes: %s", s)
+			}
+			lastWrite = max(lastWrite, i)
+		}
+	}
+	if records != 1 || outcomes != 1 {
+		t.Errorf("%d inserts of tick records and %d of outcomes for a group of %d ticks, want one each:\n%s",
+			records, outcomes, len(ids), strings.Join(stmts, "\n"))
+	}
+}
+
+// keyThief is a model that, during the tick of the NPC named thief, stores
+// an answer under that tick's key, as another daemon ticking the same NPC
+// with the same key would have.
+type keyThief struct {
+	llm.Chatter
+	thief string
+	steal func()
+	once  sync.Once
+}
+
+func (k *keyThief) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if req.Task == llm.TaskTick && len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, k.thief) {
+		k.once.Do(k.steal)
+	}
+	return k.Chatter.Chat(ctx, req)
+}
+
+// When the rows a group stores last fail for one of its ticks (its key
+// was answered by another process meanwhile), that tick alone stores
+// nothing and gives the answer already stored; the others commit whole.
+func TestGroupSurvivesAnOutcomeRefusedAtItsEnd(t *testing.T) {
+	m := &keyThief{Chatter: llm.NewBuiltin(), thief: "Smith npc-2"}
+	env := openEnv(t, filepath.Join(t.TempDir(), "npcd.db"), m)
+	ctx := context.Background()
+	ids := []string{"npc-0", "npc-1", "npc-2", "npc-3"}
+	keys := []string{"k", "k", "k", "k"}
+	theirs := `{"npc":"npc-2","tick":1,"idle":false,"events":1,"actions":[{"call_id":"other","tool":"say","args":{"text":"answered elsewhere"}}]}`
+	stole := false
+	m.steal = func() {
+		stole = true
+		key := "k"
+		o := &character.TickOutcome{CharacterID: "npc-2", Tick: 1, Key: &key, At: time.Now().UTC(), Body: theirs}
+		if err := env.chars.AddOutcome(ctx, o); err != nil {
+			t.Errorf("store the other answer: %v", err)
+		}
+	}
+	results, errs := tickGroup(t, env, "remote-model", ids, keys)
+	if !stole {
+		t.Fatal("the model was never called for npc-2's tick")
+	}
+	for i, id := range ids {
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", id, errs[i])
+		}
+		recs, err := env.chars.Ticks(ctx, id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := env.chars.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending, err := env.chars.PendingCount(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id == "npc-2" {
+			var want Result
+			if err := json.Unmarshal([]byte(theirs), &want); err != nil {
+				t.Fatal(err)
+			}
+			if a, b := mustJSON(t, results[i]), mustJSON(t, &want); a != b {
+				t.Errorf("%s: answer\n%s\nwant the one stored under its key\n%s", id, a, b)
+			}
+			if len(recs) != 0 || c.State.Tick != 0 || c.State.LiveMessages != 0 || pending != 1 {
+				t.Errorf("%s: %d tick records, state %+v, %d events pending; want nothing of its turn stored", id, len(recs), c.State, pending)
+			}
+			continue
+		}
+		if len(recs) != 1 || c.State.Tick != 1 || pending != 0 || results[i].Tick != 1 || results[i].NPC != id {
+			t.Errorf("%s: %d tick records, tick %d, %d events pending, result %+v; want its turn committed", id, len(recs), c.State.Tick, pending, results[i])
+		}
+		if o, err := env.chars.OutcomeByKey(ctx, id, "k"); err != nil || o.Tick != 1 {
+			t.Errorf("%s: outcome under its key %+v, %v", id, o, err)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A committer whose members leave rows with no writer for them fails the
+// commit instead of dropping them.
+func TestCommitterRefusesLateRowsWithoutAWriter(t *testing.T) {
+	env := openEnv(t, filepath.Join(t.TempDir(), "npcd.db"), nil)
+	c := newCommitter(env.eng.deps.DB, nil)
+	err := c.commit(context.Background(), func(_ context.Context, _ *gorm.DB, late *lateRows) error {
+		late.ticks = append(late.ticks, &character.TickRecord{CharacterID: "brom", Tick: 1})
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "no writer") {
+		t.Fatalf("commit with late rows and no writer: %v, want an error", err)
+	}
+	if recs, err := env.chars.Ticks(context.Background(), "brom", 0, 0); err != nil || len(recs) != 0 {
+		t.Errorf("tick records %+v, %v; want none", recs, err)
+	}
+}
