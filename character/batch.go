@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -120,6 +122,85 @@ func (s *Store) insertRows(ctx context.Context, n int, texts []string, args func
 		if err := store.ScanIDs(ctx, st, list, ids); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// Consumption is what one tick consumed: events of NPC NPC (by seq),
+// answered by its tick Tick in message MessageID.
+type Consumption struct {
+	NPC       string
+	Seqs      []int64
+	Tick      int64
+	MessageID int64
+}
+
+// consumeAllSQL[n] marks n events consumed, each by its own tick and
+// message (SQLite), 1 ≤ n ≤ MaxPreparedRows: the consumption time, then
+// for each event its seq, NPC, tick and message.
+var consumeAllSQL = func() (out [MaxPreparedRows + 1]string) {
+	for n := 1; n <= MaxPreparedRows; n++ {
+		out[n] = "UPDATE `events` SET `consumed_at`=?,`consumed_tick`=v.column3,`message_id`=v.column4 FROM (VALUES (?,?,?,?)" +
+			strings.Repeat(",(?,?,?,?)", n-1) + ") AS v WHERE `events`.seq = v.column1 AND `events`.character_id = v.column2 AND `events`.consumed_at IS NULL"
+	}
+	return out
+}()
+
+// ConsumeAll marks the events of several ticks consumed, as ConsumeEvents
+// does for each, with a statement for up to MaxPreparedRows events inside
+// an SQLite transaction. It fails if any of them was already consumed
+// (which tick's, it tells only when cs holds one).
+func (s *Store) ConsumeAll(ctx context.Context, cs []Consumption) error {
+	if len(cs) == 1 {
+		c := cs[0]
+		return s.ConsumeEvents(ctx, c.NPC, c.Seqs, c.Tick, c.MessageID)
+	}
+	type row struct {
+		seq, tick, msg int64
+		npc            string
+	}
+	var rows []row
+	for _, c := range cs {
+		for _, seq := range c.Seqs {
+			rows = append(rows, row{seq, c.Tick, c.MessageID, c.NPC})
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if _, ok := s.prep.Stmt(ctx, s.db, consumeAllSQL[1]); !ok {
+		for _, c := range cs {
+			if err := s.ConsumeEvents(ctx, c.NPC, c.Seqs, c.Tick, c.MessageID); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	now := time.Now().UTC()
+	args := make([]any, 0, 1+4*MaxPreparedRows)
+	var done int64
+	for from := 0; from < len(rows); from += MaxPreparedRows {
+		k := min(len(rows)-from, MaxPreparedRows)
+		st, ok := s.prep.Stmt(ctx, s.db, consumeAllSQL[k])
+		if !ok {
+			return fmt.Errorf("consume %d events: %w", k, gorm.ErrInvalidTransaction)
+		}
+		args = append(args[:0], now)
+		for _, r := range rows[from : from+k] {
+			args = append(args, r.seq, r.npc, r.tick, r.msg)
+		}
+		res, err := st.ExecContext(ctx, args...)
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err != nil {
+			return fmt.Errorf("consume events of %d ticks: %w", len(cs), err)
+		}
+		done += n
+	}
+	if int(done) != len(rows) {
+		return fmt.Errorf("consume events of %d ticks: %d of %d were already consumed", len(cs), len(rows)-int(done), len(rows))
 	}
 	return nil
 }

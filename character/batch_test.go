@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,6 +132,111 @@ func TestAddOutcomesRefusesAUsedKey(t *testing.T) {
 		all, err := s.Outcomes(ctx, character.FeedQuery{Limit: 10})
 		if err != nil || len(all) != 1 {
 			t.Errorf("after the refused %d: outcomes %+v, %v; want brom's first alone", n, all, err)
+		}
+	}
+}
+
+// The events of several ticks consumed together (ConsumeAll: a statement
+// for up to MaxPreparedRows events inside an SQLite transaction) are
+// consumed as ConsumeEvents consumes each tick's: by its tick, into its
+// message, once. An event consumed already fails them all, and the
+// transaction that rolls back leaves every one of them pending.
+func TestConsumeAllAsConsumeEvents(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	post := func(npc string, n int) []int64 {
+		t.Helper()
+		evs := make([]character.Event, n)
+		for i := range evs {
+			evs[i] = character.Event{Kind: "say", Actor: "Ann", Text: fmt.Sprintf("line %d", i), At: time.Date(2026, 3, 1, 12, 0, i, 0, time.UTC)}
+		}
+		if _, _, err := s.AddEvents(ctx, npc, evs, 100); err != nil {
+			t.Fatal(err)
+		}
+		pending, err := s.PendingEvents(ctx, npc, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs := make([]int64, len(pending))
+		for i, ev := range pending {
+			seqs[i] = ev.Seq
+		}
+		return seqs
+	}
+	// consumption is what three ticks of NPCs called prefix-0..2 consume:
+	// 1, 4 and 6 events (more than one statement holds).
+	consumption := func(prefix string) []character.Consumption {
+		var cs []character.Consumption
+		for i, n := range []int{1, 4, 6} {
+			npc := fmt.Sprintf("%s-%d", prefix, i)
+			putNPC(t, s, npc)
+			cs = append(cs, character.Consumption{NPC: npc, Seqs: post(npc, n), Tick: int64(3 + i), MessageID: int64(100 + i)})
+		}
+		return cs
+	}
+	stored := func(cs []character.Consumption) []map[string]any {
+		var seqs []int64
+		for _, c := range cs {
+			seqs = append(seqs, c.Seqs...)
+		}
+		// Which NPC and when the rows were written or consumed aside.
+		return dbtest.Rows(t, s.DB(), "events", "seq", seqs, "seq", "character_id", "consumed_at", "received_at")
+	}
+	consume := func(ws *character.Store, cs []character.Consumption, each bool) error {
+		return s.DB().Transaction(func(tx *gorm.DB) error {
+			if !each {
+				return ws.WithTx(tx).ConsumeAll(ctx, cs)
+			}
+			for _, c := range cs {
+				if err := ws.WithTx(tx).ConsumeEvents(ctx, c.NPC, c.Seqs, c.Tick, c.MessageID); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	one := consumption("one")
+	if err := consume(s, one, true); err != nil {
+		t.Fatal(err)
+	}
+	want := stored(one)
+	for _, who := range []string{"all", "plain"} {
+		ws := s
+		if who == "plain" {
+			ws = character.Unprepared(s)
+		}
+		cs := consumption(who)
+		if err := consume(ws, cs, false); err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		if diff := cmp.Diff(want, stored(cs)); diff != "" {
+			t.Errorf("events consumed by %s differ from one tick at a time (-one +%s):\n%s", who, who, diff)
+		}
+		for _, c := range cs {
+			if n, err := s.PendingCount(ctx, c.NPC); err != nil || n != 0 {
+				t.Errorf("%s: %s has %d events pending (%v), want none", who, c.NPC, n, err)
+			}
+		}
+		// Once more: every event is consumed already.
+		if err := consume(ws, cs, false); err == nil || !strings.Contains(err.Error(), "already consumed") {
+			t.Errorf("%s: consuming them again: %v, want them refused", who, err)
+		}
+	}
+	// One event of the third tick consumed elsewhere fails the others.
+	cs := consumption("late")
+	if err := s.ConsumeEvents(ctx, cs[2].NPC, cs[2].Seqs[5:], 9, 9); err != nil {
+		t.Fatal(err)
+	}
+	if err := consume(s, cs, false); err == nil || !strings.Contains(err.Error(), "1 of 11 were already consumed") {
+		t.Errorf("one of 11 consumed elsewhere: %v, want it told", err)
+	}
+	for i, c := range cs {
+		want := len(c.Seqs)
+		if i == 2 {
+			want--
+		}
+		if n, err := s.PendingCount(ctx, c.NPC); err != nil || n != want {
+			t.Errorf("%s: %d events pending (%v), want %d: the refused transaction consumed none", c.NPC, n, err, want)
 		}
 	}
 }

@@ -21,13 +21,15 @@ const MaxCommitGroup = 64
 // memory and sets again whatever it leaves for the caller.
 type commitFunc func(ctx context.Context, tx *gorm.DB, late *lateRows) error
 
-// lateRows are the rows the members of a commit group leave to the end of
-// its transaction, where one statement writes each kind for all of them
-// (character.Store.AddTicks, AddOutcomes) instead of one per member: the
-// group holds SQLite's only writer while its statements run, and what a
-// statement costs beside its rows is paid by every tick queued behind it.
-// The outcomes are the transaction's last writes, as AddOutcome requires.
+// lateRows are the writes the members of a commit group leave to the end
+// of its transaction, where one statement makes each kind for all of them
+// (character.Store.ConsumeAll, AddTicks, AddOutcomes) instead of one per
+// member: the group holds SQLite's only writer while its statements run,
+// and what a statement costs beside its rows is paid by every tick queued
+// behind it. The outcomes are the transaction's last writes, as AddOutcome
+// requires.
 type lateRows struct {
+	consumed []character.Consumption
 	ticks    []*character.TickRecord
 	outcomes []*character.TickOutcome
 }
@@ -228,11 +230,11 @@ func (c *committer) tx(jobs []*commitJob) (bad int, err error) {
 
 // writeLate writes the rows the members left in late, if any.
 func (c *committer) writeLate(ctx context.Context, tx *gorm.DB, late *lateRows) error {
-	if len(late.ticks) == 0 && len(late.outcomes) == 0 {
+	if len(late.consumed) == 0 && len(late.ticks) == 0 && len(late.outcomes) == 0 {
 		return nil
 	}
 	if c.late == nil {
-		return fmt.Errorf("commit: %d tick records and %d outcomes left with no writer", len(late.ticks), len(late.outcomes))
+		return fmt.Errorf("commit: %d consumptions, %d tick records and %d outcomes left with no writer", len(late.consumed), len(late.ticks), len(late.outcomes))
 	}
 	return c.late(ctx, tx, late)
 }

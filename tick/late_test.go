@@ -53,10 +53,11 @@ func tickGroup(t *testing.T, env *testEnv, model string, ids, keys []string) ([]
 	return results, errs
 }
 
-// The ticks of a group store their tick records and their outcomes with
-// one statement each, after every other write of the group, and each NPC
-// finds its own record and answer as if it had committed alone.
-func TestGroupStoresRecordsAndOutcomesTogether(t *testing.T) {
+// The ticks of a group consume their events and store their tick records
+// and outcomes with one statement each, after every other write of the
+// group (the outcomes last), and each NPC finds its events consumed, its
+// record and its answer as if it had committed alone.
+func TestGroupStoresItsLateRowsTogether(t *testing.T) {
 	env, log := countingEnv(t)
 	ctx := context.Background()
 	ids := []string{"npc-0", "npc-1", "npc-2", "npc-3", "npc-4"}
@@ -89,6 +90,13 @@ func TestGroupStoresRecordsAndOutcomesTogether(t *testing.T) {
 			t.Errorf("%s: record %+v; want tick 1 over messages %d-%d, %d context tokens, %d actions", id, rec,
 				msgs[0].ID, msgs[len(msgs)-1].ID, c.ContextTokens(), len(res.Actions))
 		}
+		evs, err := env.chars.EventsByRef(ctx, id, []string{"e-" + id})
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("%s: events %+v, %v", id, evs, err)
+		}
+		if ev := evs[0]; ev.ConsumedAt == nil || ev.ConsumedTick != 1 || ev.MessageID == nil || *ev.MessageID != msgs[0].ID || msgs[0].Role != llm.RoleUser {
+			t.Errorf("%s: event %+v; want it consumed by tick 1 into message %d (%s)", id, ev, msgs[0].ID, msgs[0].Role)
+		}
 		stored, err := env.eng.Outcome(ctx, id, 1)
 		if err != nil {
 			t.Fatalf("%s: outcome: %v", id, err)
@@ -110,9 +118,12 @@ func TestGroupStoresRecordsAndOutcomesTogether(t *testing.T) {
 		t.Fatalf("largest group %d, want the %d ticks together", got, len(ids))
 	}
 	stmts, _ := log.taken()
-	lastWrite, records, outcomes := -1, 0, 0
+	lastWrite, consumed, records, outcomes := -1, 0, 0, 0
 	for i, s := range stmts {
 		switch {
+		case strings.HasPrefix(s, "UPDATE `events` SET `consumed_at`"):
+			consumed++
+			lastWrite = max(lastWrite, i)
 		case strings.HasPrefix(s, "INSERT INTO `tick_records`"):
 			records++
 		case strings.HasPrefix(s, "INSERT INTO `tick_outcomes`"):
@@ -122,47 +133,46 @@ func TestGroupStoresRecordsAndOutcomesTogether(t *testing.T) {
 			}
 			lastWrite = i
 		case strings.HasPrefix(s, "INSERT") || strings.HasPrefix(s, "UPDATE") || strings.HasPrefix(s, "DELETE"):
-			if outcomes > 0 && !strings.Contains(s, "`events`") {
+			if outcomes > 0 {
 				t.Errorf("a write after the outcomes: %s", s)
 			}
 			lastWrite = max(lastWrite, i)
 		}
 	}
-	if records != 1 || outcomes != 1 {
-		t.Errorf("%d inserts of tick records and %d of outcomes for a group of %d ticks, want one each:\n%s",
-			records, outcomes, len(ids), strings.Join(stmts, "\n"))
+	if consumed != 1 || records != 1 || outcomes != 1 {
+		t.Errorf("%d consumptions of events, %d inserts of tick records and %d of outcomes for a group of %d ticks, want one each:\n%s",
+			consumed, records, outcomes, len(ids), strings.Join(stmts, "\n"))
 	}
 }
 
-// keyThief is a model that, during the tick of the NPC named thief, stores
-// an answer under that tick's key, as another daemon ticking the same NPC
-// with the same key would have.
-type keyThief struct {
+// meddler is a model that, during the first tick of the NPC named name,
+// runs meddle: what another daemon could do meanwhile.
+type meddler struct {
 	llm.Chatter
-	thief string
-	steal func()
-	once  sync.Once
+	name   string
+	meddle func()
+	once   sync.Once
 }
 
-func (k *keyThief) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
-	if req.Task == llm.TaskTick && len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, k.thief) {
-		k.once.Do(k.steal)
+func (m *meddler) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if req.Task == llm.TaskTick && len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, m.name) {
+		m.once.Do(m.meddle)
 	}
-	return k.Chatter.Chat(ctx, req)
+	return m.Chatter.Chat(ctx, req)
 }
 
 // When the rows a group stores last fail for one of its ticks (its key
 // was answered by another process meanwhile), that tick alone stores
 // nothing and gives the answer already stored; the others commit whole.
 func TestGroupSurvivesAnOutcomeRefusedAtItsEnd(t *testing.T) {
-	m := &keyThief{Chatter: llm.NewBuiltin(), thief: "Smith npc-2"}
+	m := &meddler{Chatter: llm.NewBuiltin(), name: "Smith npc-2"}
 	env := openEnv(t, filepath.Join(t.TempDir(), "npcd.db"), m)
 	ctx := context.Background()
 	ids := []string{"npc-0", "npc-1", "npc-2", "npc-3"}
 	keys := []string{"k", "k", "k", "k"}
 	theirs := `{"npc":"npc-2","tick":1,"idle":false,"events":1,"actions":[{"call_id":"other","tool":"say","args":{"text":"answered elsewhere"}}]}`
 	stole := false
-	m.steal = func() {
+	m.meddle = func() {
 		stole = true
 		key := "k"
 		o := &character.TickOutcome{CharacterID: "npc-2", Tick: 1, Key: &key, At: time.Now().UTC(), Body: theirs}
@@ -208,6 +218,53 @@ func TestGroupSurvivesAnOutcomeRefusedAtItsEnd(t *testing.T) {
 		}
 		if o, err := env.chars.OutcomeByKey(ctx, id, "k"); err != nil || o.Tick != 1 {
 			t.Errorf("%s: outcome under its key %+v, %v", id, o, err)
+		}
+	}
+}
+
+// When the events of one tick of a group were consumed by another daemon
+// meanwhile, that tick fails and stores nothing; the others commit whole.
+func TestGroupSurvivesAnEventConsumedElsewhere(t *testing.T) {
+	m := &meddler{Chatter: llm.NewBuiltin(), name: "Smith npc-1"}
+	env := openEnv(t, filepath.Join(t.TempDir(), "npcd.db"), m)
+	ctx := context.Background()
+	ids := []string{"npc-0", "npc-1", "npc-2"}
+	m.meddle = func() {
+		evs, err := env.chars.EventsByRef(ctx, "npc-1", []string{"e-npc-1"})
+		if err == nil && len(evs) == 1 {
+			err = env.chars.ConsumeEvents(ctx, "npc-1", []int64{evs[0].Seq}, 7, 0)
+		}
+		if err != nil {
+			t.Errorf("consume npc-1's event elsewhere: %v", err)
+		}
+	}
+	results, errs := tickGroup(t, env, "remote-model", ids, make([]string, len(ids)))
+	for i, id := range ids {
+		recs, err := env.chars.Ticks(ctx, id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := env.chars.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id == "npc-1" {
+			if errs[i] == nil || !strings.Contains(errs[i].Error(), "already consumed") {
+				t.Errorf("%s: %+v, %v; want its tick refused", id, results[i], errs[i])
+			}
+			if len(recs) != 0 || c.State.Tick != 0 || c.State.LiveMessages != 0 {
+				t.Errorf("%s: %d tick records, state %+v; want nothing of its turn stored", id, len(recs), c.State)
+			}
+			if _, err := env.eng.Outcome(ctx, id, 1); err == nil {
+				t.Errorf("%s: an outcome of tick 1 was stored", id)
+			}
+			continue
+		}
+		if errs[i] != nil || len(recs) != 1 || c.State.Tick != 1 {
+			t.Errorf("%s: %v, %d tick records, tick %d; want its turn committed", id, errs[i], len(recs), c.State.Tick)
+		}
+		if n, err := env.chars.PendingCount(ctx, id); err != nil || n != 0 {
+			t.Errorf("%s: %d events pending (%v), want its event consumed", id, n, err)
 		}
 	}
 }

@@ -688,9 +688,9 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 			for i, ev := range ts.events {
 				seqs[i] = ev.Seq
 			}
-			if err := cs.ConsumeEvents(ctx, c.ID, seqs, ts.tick, ts.user.ID); err != nil {
-				return err
-			}
+			// Consumed with the events of the ticks committing alongside,
+			// at the end of the group: exactly once, or the group fails.
+			late.consumed = append(late.consumed, character.Consumption{NPC: c.ID, Seqs: seqs, Tick: ts.tick, MessageID: ts.user.ID})
 			if entries, err = e.notePerceptions(ctx, cs, ts); err != nil {
 				return err
 			}
@@ -769,12 +769,15 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 	return after, nil
 }
 
-// lateWriter writes the tick records and outcomes that the ticks of a
-// commit group left to its end (lateRows) through chars, the outcomes
-// last.
+// lateWriter writes the event consumptions, tick records and outcomes
+// that the ticks of a commit group left to its end (lateRows) through
+// chars, the outcomes last.
 func lateWriter(chars *character.Store) writeLate {
 	return func(ctx context.Context, tx *gorm.DB, late *lateRows) error {
 		cs := chars.WithTx(tx)
+		if err := cs.ConsumeAll(ctx, late.consumed); err != nil {
+			return err
+		}
 		if err := cs.AddTicks(ctx, late.ticks); err != nil {
 			return err
 		}
