@@ -101,7 +101,7 @@ func TestGroupStoresItsLateRowsTogether(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: outcome: %v", id, err)
 		}
-		if a, b := mustJSON(t, stored), mustJSON(t, res); a != b {
+		if a, b := answerJSON(t, stored), answerJSON(t, res); a != b {
 			t.Errorf("%s: stored outcome\n%s\nwant the answer given\n%s", id, a, b)
 		}
 		if keys[i] != "" {
@@ -188,33 +188,22 @@ func TestGroupSurvivesAnOutcomeRefusedAtItsEnd(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("%s: %v", id, errs[i])
 		}
-		recs, err := env.chars.Ticks(ctx, id, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := env.chars.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pending, err := env.chars.PendingCount(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		records, st, pending := storedTurn(t, env, id)
 		if id == "npc-2" {
 			var want Result
 			if err := json.Unmarshal([]byte(theirs), &want); err != nil {
 				t.Fatal(err)
 			}
-			if a, b := mustJSON(t, results[i]), mustJSON(t, &want); a != b {
+			if a, b := answerJSON(t, results[i]), answerJSON(t, &want); a != b {
 				t.Errorf("%s: answer\n%s\nwant the one stored under its key\n%s", id, a, b)
 			}
-			if len(recs) != 0 || c.State.Tick != 0 || c.State.LiveMessages != 0 || pending != 1 {
-				t.Errorf("%s: %d tick records, state %+v, %d events pending; want nothing of its turn stored", id, len(recs), c.State, pending)
+			if records != 0 || st.Tick != 0 || st.LiveMessages != 0 || pending != 1 {
+				t.Errorf("%s: %d tick records, state %+v, %d events pending; want nothing of its turn stored", id, records, st, pending)
 			}
 			continue
 		}
-		if len(recs) != 1 || c.State.Tick != 1 || pending != 0 || results[i].Tick != 1 || results[i].NPC != id {
-			t.Errorf("%s: %d tick records, tick %d, %d events pending, result %+v; want its turn committed", id, len(recs), c.State.Tick, pending, results[i])
+		if records != 1 || st.Tick != 1 || pending != 0 || results[i].Tick != 1 || results[i].NPC != id {
+			t.Errorf("%s: %d tick records, tick %d, %d events pending, result %+v; want its turn committed", id, records, st.Tick, pending, results[i])
 		}
 		if o, err := env.chars.OutcomeByKey(ctx, id, "k"); err != nil || o.Tick != 1 {
 			t.Errorf("%s: outcome under its key %+v, %v", id, o, err)
@@ -240,42 +229,52 @@ func TestGroupSurvivesAnEventConsumedElsewhere(t *testing.T) {
 	}
 	results, errs := tickGroup(t, env, "remote-model", ids, make([]string, len(ids)))
 	for i, id := range ids {
-		recs, err := env.chars.Ticks(ctx, id, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := env.chars.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		records, st, pending := storedTurn(t, env, id)
 		if id == "npc-1" {
 			if errs[i] == nil || !strings.Contains(errs[i].Error(), "already consumed") {
 				t.Errorf("%s: %+v, %v; want its tick refused", id, results[i], errs[i])
 			}
-			if len(recs) != 0 || c.State.Tick != 0 || c.State.LiveMessages != 0 {
-				t.Errorf("%s: %d tick records, state %+v; want nothing of its turn stored", id, len(recs), c.State)
+			if records != 0 || st.Tick != 0 || st.LiveMessages != 0 || pending != 0 {
+				t.Errorf("%s: %d tick records, state %+v, %d events pending; want nothing of its turn stored (its event consumed elsewhere)", id, records, st, pending)
 			}
 			if _, err := env.eng.Outcome(ctx, id, 1); err == nil {
 				t.Errorf("%s: an outcome of tick 1 was stored", id)
 			}
 			continue
 		}
-		if errs[i] != nil || len(recs) != 1 || c.State.Tick != 1 {
-			t.Errorf("%s: %v, %d tick records, tick %d; want its turn committed", id, errs[i], len(recs), c.State.Tick)
-		}
-		if n, err := env.chars.PendingCount(ctx, id); err != nil || n != 0 {
-			t.Errorf("%s: %d events pending (%v), want its event consumed", id, n, err)
+		if errs[i] != nil || records != 1 || st.Tick != 1 || pending != 0 {
+			t.Errorf("%s: %v, %d tick records, tick %d, %d events pending; want its turn committed", id, errs[i], records, st.Tick, pending)
 		}
 	}
 }
 
-func mustJSON(t *testing.T, v any) string {
+// answerJSON is r as an outcome stores it.
+func answerJSON(t *testing.T, r *Result) string {
 	t.Helper()
-	b, err := json.Marshal(v)
+	o, err := outcomeOf(r, "", time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return o.Body
+}
+
+// storedTurn is what NPC id has stored of its ticks: their records, its
+// state and how many of its events are pending.
+func storedTurn(t *testing.T, env *testEnv, id string) (records int, st character.State, pending int) {
+	t.Helper()
+	ctx := context.Background()
+	recs, err := env.chars.Ticks(ctx, id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := env.chars.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending, err = env.chars.PendingCount(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return len(recs), c.State, pending
 }
 
 // A committer whose members leave rows with no writer for them fails the
