@@ -12,12 +12,15 @@ import (
 	"github.com/npcd/npcd/store"
 )
 
-// Ticks that commit together (see tick's group commit) store their tick
-// records and outcomes together too, at the end of the transaction: one
-// statement per kind for up to MaxPreparedRows ticks instead of one per
-// tick. On SQLite a group holds the database's only writer for as long as
-// its statements run, so what a statement costs beside its rows is paid
-// by every tick queued behind the group.
+// Ticks that commit together (see tick's group commit) consume their
+// events and store their tick records and outcomes together too, at the
+// end of the transaction: one statement per kind for up to MaxPreparedRows
+// rows instead of one per tick. On SQLite a group holds the database's
+// only writer for as long as its statements run, so what a statement
+// costs beside its rows is paid by every tick queued behind the group.
+// Outside a transaction, and on PostgreSQL, each row is written as alone
+// (AddTick, AddOutcome, ConsumeEvents): those calls are all-or-nothing
+// only inside the caller's transaction.
 
 // tickColumns are the columns of a TickRecord in the order of tickArgs.
 var tickColumns = []string{"character_id", "tick", "at", "game_time", "context_tokens", "window", "utilization",
