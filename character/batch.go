@@ -2,6 +2,7 @@ package character
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,7 +23,8 @@ import (
 // (AddTick, AddOutcome, ConsumeEvents): those calls are all-or-nothing
 // only inside the caller's transaction.
 
-// tickColumns are the columns of a TickRecord in the order of tickArgs.
+// tickColumns are the columns AddTick and AddTicks write of a TickRecord,
+// in the order of tickArgs.
 var tickColumns = []string{"character_id", "tick", "at", "game_time", "context_tokens", "window", "utilization",
 	"prompt_tokens", "completion_tokens", "llm_calls", "actions", "compaction_id", "recovery", "first_message_id", "last_message_id"}
 
@@ -31,8 +33,8 @@ func tickArgs(args []any, r *TickRecord) []any {
 		r.PromptTokens, r.CompletionTokens, r.LLMCalls, r.Actions, r.CompactionID, r.Recovery, r.FirstMessageID, r.LastMessageID)
 }
 
-// outcomeColumns are the columns of a TickOutcome in the order of
-// outcomeArgs.
+// outcomeColumns are the columns AddOutcome and AddOutcomes write of a
+// TickOutcome, in the order of outcomeArgs.
 var outcomeColumns = []string{"character_id", "tick", "key", "idle", "at", "body"}
 
 func outcomeArgs(args []any, o *TickOutcome) []any {
@@ -103,30 +105,37 @@ func (s *Store) insertRows(ctx context.Context, n int, texts []string, args func
 		}
 		return nil
 	}
-	ap := insertArgs.Get().(*[]any)
-	defer func() {
-		clear(*ap)
-		*ap = (*ap)[:0]
-		insertArgs.Put(ap)
-	}()
 	for from := 0; from < n; from += MaxPreparedRows {
 		k := min(n-from, MaxPreparedRows)
 		st, ok := s.prep.Stmt(ctx, s.db, texts[k])
 		if !ok {
 			return fmt.Errorf("insert %d rows: %w", k, gorm.ErrInvalidTransaction)
 		}
-		list := (*ap)[:0]
-		ids := make([]*int64, k)
-		for i := range k {
-			list = args(list, from+i)
-			ids[i] = id(from + i)
-		}
-		*ap = list
-		if err := store.ScanIDs(ctx, st, list, ids); err != nil {
+		if err := scanInserted(ctx, st, k, func(list []any, i int) []any { return args(list, from+i) }, func(i int) *int64 { return id(from + i) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// scanInserted runs st, a prepared insert of k rows returning their ids,
+// args(list, i) adding row i's values to its argument list and id(i) where
+// row i's id goes. The list is one of insertArgs, given back emptied.
+func scanInserted(ctx context.Context, st *sql.Stmt, k int, args func([]any, int) []any, id func(int) *int64) error {
+	ap := insertArgs.Get().(*[]any)
+	list := (*ap)[:0]
+	ids := make([]*int64, k)
+	for i := range k {
+		list = args(list, i)
+		ids[i] = id(i)
+	}
+	err := store.ScanIDs(ctx, st, list, ids)
+	// The statement has read the arguments: the list is kept for the next
+	// insert, emptied so that it holds no row's values.
+	clear(list)
+	*ap = list[:0]
+	insertArgs.Put(ap)
+	return err
 }
 
 // Consumption is what one tick consumed: events of NPC NPC (by seq),

@@ -49,26 +49,13 @@ func (s *Store) insertMessages(ctx context.Context, db *gorm.DB, msgs []*Message
 	if !ok {
 		return false, nil
 	}
-	ap := insertArgs.Get().(*[]any)
-	args := (*ap)[:0]
-	for _, m := range msgs {
-		args = messageArgs(args, m)
-	}
-	ids := make([]*int64, len(msgs))
-	for i, m := range msgs {
-		ids[i] = &m.ID
-	}
-	err := store.ScanIDs(ctx, st, args, ids)
-	// The statement has read the arguments: the list is kept for the next
-	// insert, emptied so that it holds no message's values.
-	clear(args)
-	*ap = args[:0]
-	insertArgs.Put(ap)
-	return true, err
+	return true, scanInserted(ctx, st, len(msgs), func(args []any, i int) []any { return messageArgs(args, msgs[i]) },
+		func(i int) *int64 { return &msgs[i].ID })
 }
 
-// insertArgs are argument lists of insertMessages, reused: a tick's insert
-// passes some sixty values.
+// insertArgs are argument lists of the prepared multi-row inserts
+// (scanInserted), reused: a tick's insert of messages passes some sixty
+// values.
 var insertArgs = sync.Pool{New: func() any {
 	a := make([]any, 0, MaxPreparedRows*len(messageColumns))
 	return &a

@@ -51,8 +51,8 @@ func (s *Store) AddOutcome(ctx context.Context, o *TickOutcome) error {
 		}
 	}
 	var err error
-	if st, ok := s.prep.Stmt(ctx, s.db, addOutcomeSQL); ok {
-		err = st.QueryRowContext(ctx, o.CharacterID, o.Tick, o.Key, o.Idle, o.At, o.Body).Scan(&o.ID)
+	if st, ok := s.prep.Stmt(ctx, s.db, insertOutcomesSQL[1]); ok {
+		err = st.QueryRowContext(ctx, outcomeArgs(make([]any, 0, len(outcomeColumns)), o)...).Scan(&o.ID)
 	} else {
 		if q == nil {
 			q = s.q(ctx)
@@ -67,9 +67,6 @@ func (s *Store) AddOutcome(ctx context.Context, o *TickOutcome) error {
 	}
 	return nil
 }
-
-// addOutcomeSQL inserts a TickOutcome (SQLite).
-const addOutcomeSQL = "INSERT INTO `tick_outcomes` (`character_id`,`tick`,`key`,`idle`,`at`,`body`) VALUES (?,?,?,?,?,?) RETURNING `id`"
 
 // OutcomeByKey returns the outcome NPC id stored under key.
 func (s *Store) OutcomeByKey(ctx context.Context, id, key string) (*TickOutcome, error) {

@@ -1730,9 +1730,8 @@ func (s *Store) Repair(ctx context.Context, id string) (Totals, error) {
 // AddTick records a non-idle tick.
 func (s *Store) AddTick(ctx context.Context, r *TickRecord) error {
 	var err error
-	if st, ok := s.prep.Stmt(ctx, s.db, addTickSQL); ok {
-		err = st.QueryRowContext(ctx, r.CharacterID, r.Tick, r.At, r.GameTime, r.ContextTokens, r.Window, r.Utilization,
-			r.PromptTokens, r.CompletionTokens, r.LLMCalls, r.Actions, r.CompactionID, r.Recovery, r.FirstMessageID, r.LastMessageID).Scan(&r.ID)
+	if st, ok := s.prep.Stmt(ctx, s.db, insertTicksSQL[1]); ok {
+		err = st.QueryRowContext(ctx, tickArgs(make([]any, 0, len(tickColumns)), r)...).Scan(&r.ID)
 	} else {
 		err = s.q(ctx).Create(r).Error
 	}
@@ -1741,11 +1740,6 @@ func (s *Store) AddTick(ctx context.Context, r *TickRecord) error {
 	}
 	return nil
 }
-
-// addTickSQL inserts a TickRecord (SQLite).
-const addTickSQL = "INSERT INTO `tick_records` (`character_id`,`tick`,`at`,`game_time`,`context_tokens`,`window`,`utilization`," +
-	"`prompt_tokens`,`completion_tokens`,`llm_calls`,`actions`,`compaction_id`,`recovery`,`first_message_id`,`last_message_id`) " +
-	"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING `id`"
 
 // Ticks returns the recorded ticks of an NPC in [from, to] (0 means no
 // bound), oldest first.

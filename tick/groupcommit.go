@@ -34,9 +34,9 @@ type lateRows struct {
 	outcomes []*character.TickOutcome
 }
 
-// writeLate writes the rows late holds inside tx (nil for a committer
+// lateFunc writes the rows late holds inside tx (nil for a committer
 // whose members leave none).
-type writeLate func(ctx context.Context, tx *gorm.DB, late *lateRows) error
+type lateFunc func(ctx context.Context, tx *gorm.DB, late *lateRows) error
 
 // committer commits the turns of concurrently ticking NPCs, and the events
 // posted meanwhile, together. SQLite
@@ -61,7 +61,7 @@ type writeLate func(ctx context.Context, tx *gorm.DB, late *lateRows) error
 type committer struct {
 	db      *gorm.DB
 	grouped bool // SQLite: commits are grouped
-	late    writeLate
+	late    lateFunc
 
 	mu      sync.Mutex
 	queue   []*commitJob
@@ -79,7 +79,7 @@ type commitJob struct {
 	err  error
 }
 
-func newCommitter(db *gorm.DB, late writeLate) *committer {
+func newCommitter(db *gorm.DB, late lateFunc) *committer {
 	return &committer{db: db, grouped: store.IsSQLite(db), late: late}
 }
 

@@ -772,7 +772,7 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 // lateWriter writes the event consumptions, tick records and outcomes
 // that the ticks of a commit group left to its end (lateRows) through
 // chars, the outcomes last.
-func lateWriter(chars *character.Store) writeLate {
+func lateWriter(chars *character.Store) lateFunc {
 	return func(ctx context.Context, tx *gorm.DB, late *lateRows) error {
 		cs := chars.WithTx(tx)
 		if err := cs.ConsumeAll(ctx, late.consumed); err != nil {
