@@ -247,3 +247,62 @@ func TestConsumeAllAsConsumeEvents(t *testing.T) {
 		}
 	}
 }
+
+// UpdateStateReturning inside an SQLite transaction writes the NPC's row
+// through a prepared statement (a compaction's commit runs it while it
+// holds the writer): it writes and returns what gorm's way does, values and
+// expressions alike, and refuses an NPC that does not exist the same way.
+func TestUpdateStateReturningPreparedAsGorm(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	slept := time.Date(2026, 3, 1, 22, 0, 0, 0, time.UTC)
+	cols := func() map[string]any {
+		return map[string]any{
+			"live_tokens": gorm.Expr("live_tokens + ?", 40), "summary_tokens": gorm.Expr("summary_tokens + ?", 7),
+			"live_messages": gorm.Expr("live_messages + ?", 3), "archived_messages": gorm.Expr("archived_messages + ?", 5),
+			"compactions": gorm.Expr("compactions + 1"), "history_rev": gorm.Expr("CASE WHEN history_rev = ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END", -1, 11, 99),
+			"sleep_mark": int64(12), "last_sleep_at": slept, "compaction_note": "too long", "awaiting": store.NewJSON([]character.PendingCall{{ID: "c1", Tool: "look"}}),
+		}
+	}
+	update := func(ws *character.Store, id string) (character.State, error) {
+		var st character.State
+		err := s.DB().Transaction(func(tx *gorm.DB) error {
+			var err error
+			st, err = ws.WithTx(tx).UpdateStateReturning(ctx, id, cols())
+			return err
+		})
+		return st, err
+	}
+	for _, id := range []string{"prepared", "plain"} {
+		putNPC(t, s, id)
+	}
+	before := character.PreparedCount(s)
+	got, err := update(s, "prepared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.IsSQLite(s.DB()) && character.PreparedCount(s) == before {
+		t.Fatal("UpdateStateReturning inside an SQLite transaction prepared no statement")
+	}
+	want, err := update(character.Unprepared(s), "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.HistoryRev != 99 || want.Compactions != 1 || want.LiveTokens != 40 || want.SleepMark != 12 || want.CompactionNote != "too long" {
+		t.Fatalf("gorm's update returned %+v", want)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("prepared update returned, against gorm's (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(get(t, s, "plain").State, get(t, s, "prepared").State); d != "" {
+		t.Errorf("prepared update stored, against gorm's (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(got, get(t, s, "prepared").State); d != "" {
+		t.Errorf("prepared update returned, against what it stored (-returned +stored):\n%s", d)
+	}
+	for _, ws := range []*character.Store{s, character.Unprepared(s)} {
+		if _, err := update(ws, "nobody"); !errors.Is(err, character.ErrNotFound) {
+			t.Errorf("update of an NPC that does not exist: %v, want ErrNotFound", err)
+		}
+	}
+}
