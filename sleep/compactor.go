@@ -53,6 +53,10 @@ type Compactor struct {
 	fallback llm.Chatter
 	clock    clockwork.Clock
 	log      zerolog.Logger
+	// prep keeps the statements of a compaction's record prepared
+	// (writeRecord, finishRecord): they run while the commit holds the
+	// database's only writer.
+	prep *store.TxStmts
 }
 
 // NewCompactor builds a compactor.
@@ -69,7 +73,7 @@ func NewCompactor(deps CompactorDeps, cfg CompactorConfig) (*Compactor, error) {
 	if deps.Clock == nil {
 		deps.Clock = clockwork.NewRealClock()
 	}
-	return &Compactor{cfg: cfg, db: deps.DB, chars: deps.Characters, journal: deps.Journal,
+	return &Compactor{prep: &store.TxStmts{}, cfg: cfg, db: deps.DB, chars: deps.Characters, journal: deps.Journal,
 		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, fallback: deps.Builtin, clock: deps.Clock, log: deps.Log}, nil
 }
 
@@ -274,7 +278,7 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 			Instruction: p.Instruction, MessagesCompacted: len(span), Tick: ch.State.Tick, GameTime: ch.State.GameTime, CreatedAt: now}
 		rec.FirstMessageID, rec.LastMessageID = p.Span[0].ID, p.Span[len(p.Span)-1].ID
 		rec.TokensBefore = before.ContextTokens()
-		if err := tx.Create(rec).Error; err != nil {
+		if err := c.writeRecord(ctx, tx, rec); err != nil {
 			return fmt.Errorf("record compaction: %w", err)
 		}
 		// held is the history's revision as this transaction leaves it
@@ -371,8 +375,7 @@ func (c *Compactor) commitWith(ctx context.Context, ch *character.Character, p *
 		rec.SummaryMessageID = sum.ID
 		rec.JournalID = entry.ID
 		rec.DurationMS = c.clock.Since(now).Milliseconds()
-		return tx.Model(rec).Updates(map[string]any{"tokens_before": rec.TokensBefore, "tokens_after": rec.TokensAfter, "summary_message_id": rec.SummaryMessageID,
-			"journal_id": rec.JournalID, "masked": rec.Masked, "duration_ms": rec.DurationMS, "metadata": rec.Metadata}).Error
+		return c.finishRecord(ctx, tx, rec)
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("commit compaction of %q: %w", ch.ID, err)
@@ -504,4 +507,45 @@ func (c *Compactor) Record(ctx context.Context, id string, recID int64) (*Record
 		return nil, fmt.Errorf("compaction %d of %q: %w", recID, id, err)
 	}
 	return &r, nil
+}
+
+// recordColumns are the columns a new compaction record is written with,
+// as gorm writes a Record (every stored field but the id), in that order
+// (recordArgs).
+var recordColumns = []string{"character_id", "trigger", "tokens_before", "tokens_after", "messages_compacted", "summarizer",
+	"fallback_reason", "instruction", "summary_message_id", "journal_id", "first_message_id", "last_message_id", "masked", "tick",
+	"game_time", "created_at", "duration_ms", "metadata"}
+
+func recordArgs(r *Record) []any {
+	return []any{r.CharacterID, r.Trigger, r.TokensBefore, r.TokensAfter, r.MessagesCompacted, r.Summarizer,
+		r.FallbackReason, r.Instruction, r.SummaryMessageID, r.JournalID, r.FirstMessageID, r.LastMessageID, r.Masked, r.Tick,
+		r.GameTime, r.CreatedAt, r.DurationMS, r.Metadata}
+}
+
+// insertRecordSQL writes a compaction record (SQLite) and returns its id;
+// finishRecordSQL writes what the end of its commit knows.
+var (
+	insertRecordSQL = store.InsertSQL("compactions", recordColumns, 1, "RETURNING `id`")
+	finishRecordSQL = "UPDATE `compactions` SET `tokens_before`=?,`tokens_after`=?,`summary_message_id`=?,`journal_id`=?," +
+		"`masked`=?,`duration_ms`=?,`metadata`=? WHERE `id` = ?"
+)
+
+// writeRecord stores r inside tx, setting its id: through a prepared
+// statement inside an SQLite transaction, else by gorm.
+func (c *Compactor) writeRecord(ctx context.Context, tx *gorm.DB, r *Record) error {
+	if st, ok := c.prep.Stmt(ctx, tx, insertRecordSQL); ok {
+		return st.QueryRowContext(ctx, recordArgs(r)...).Scan(&r.ID)
+	}
+	return tx.Create(r).Error
+}
+
+// finishRecord writes the fields of r that its commit sets last (sizes,
+// summary, journal entry, masked rows, duration, metadata) inside tx.
+func (c *Compactor) finishRecord(ctx context.Context, tx *gorm.DB, r *Record) error {
+	if st, ok := c.prep.Stmt(ctx, tx, finishRecordSQL); ok {
+		_, err := st.ExecContext(ctx, r.TokensBefore, r.TokensAfter, r.SummaryMessageID, r.JournalID, r.Masked, r.DurationMS, r.Metadata, r.ID)
+		return err
+	}
+	return tx.Model(r).Updates(map[string]any{"tokens_before": r.TokensBefore, "tokens_after": r.TokensAfter, "summary_message_id": r.SummaryMessageID,
+		"journal_id": r.JournalID, "masked": r.Masked, "duration_ms": r.DurationMS, "metadata": r.Metadata}).Error
 }

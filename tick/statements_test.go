@@ -25,16 +25,33 @@ import (
 
 // stmtLog records the statements and transactions run through a
 // countingConnector, prepared ones included (gorm's callbacks see only
-// those gorm runs itself).
+// those gorm runs itself); fail, when set, is asked about each statement
+// before it runs, and the statement fails with the error it returns.
 type stmtLog struct {
 	mu    sync.Mutex
 	stmts []string
 	txs   int
+	fail  func(query string) error
 }
 
-func (l *stmtLog) ran(query string) {
+// ran records query, a statement about to run, and returns the error it
+// must fail with (see fail), if any.
+func (l *stmtLog) ran(query string) error {
+	q := strings.Join(strings.Fields(query), " ")
 	l.mu.Lock()
-	l.stmts = append(l.stmts, strings.Join(strings.Fields(query), " "))
+	l.stmts = append(l.stmts, q)
+	fail := l.fail
+	l.mu.Unlock()
+	if fail != nil {
+		return fail(q)
+	}
+	return nil
+}
+
+// failWith sets the statements that fail (see stmtLog); nil fails none.
+func (l *stmtLog) failWith(fail func(query string) error) {
+	l.mu.Lock()
+	l.fail = fail
 	l.mu.Unlock()
 }
 
@@ -95,12 +112,16 @@ func (c *countingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driv
 }
 
 func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	c.log.ran(query)
+	if err := c.log.ran(query); err != nil {
+		return nil, err
+	}
 	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 }
 
 func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	c.log.ran(query)
+	if err := c.log.ran(query); err != nil {
+		return nil, err
+	}
 	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 }
 
@@ -115,12 +136,16 @@ type countingStmt struct {
 }
 
 func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	s.log.ran(s.query)
+	if err := s.log.ran(s.query); err != nil {
+		return nil, err
+	}
 	return s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
 }
 
 func (s *countingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	s.log.ran(s.query)
+	if err := s.log.ran(s.query); err != nil {
+		return nil, err
+	}
 	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 }
 
