@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"gorm.io/gorm"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/internal/dbtest"
@@ -94,11 +95,9 @@ func TestListCitingFrom(t *testing.T) {
 	if !store.IsSQLite(e.db) {
 		return
 	}
-	stmt := e.db.ToSQL(func(tx *gorm.DB) *gorm.DB {
-		return listQuery(tx, "brom", ListQuery{CitingFrom: 70, MinImportance: 8}).Find(&[]Entry{})
-	})
+	stmt, args := listSQL("brom", ListQuery{CitingFrom: 70, MinImportance: 8}, true)
 	var plan []struct{ Detail string }
-	if err := e.db.Raw("EXPLAIN QUERY PLAN " + stmt).Scan(&plan).Error; err != nil {
+	if err := e.db.Raw("EXPLAIN QUERY PLAN "+stmt, args...).Scan(&plan).Error; err != nil {
 		t.Fatal(err)
 	}
 	if len(plan) == 0 || !strings.Contains(plan[0].Detail, "idx_journal_char_source") {
@@ -154,5 +153,100 @@ func TestMigrationSetsTheNewestMessageCited(t *testing.T) {
 	es, err := e.jour.List(ctx, "brom", ListQuery{CitingFrom: 40, SourceMessages: []int64{40}})
 	if err != nil || len(es) != 1 || es[0].ID != first {
 		t.Fatalf("old entries citing 40, from 40 on: %+v (%v), want the first", es, err)
+	}
+}
+
+// List reads the entries by hand, through a statement of the shape of its
+// bounds: for every combination of them it returns what gorm's query of
+// the same bounds returns, every field alike (times, the time an entry was
+// consolidated or none, sources, metadata, the newest message cited).
+func TestListAsGorm(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "brom", t0)
+	e.npc(t, "mara", t0)
+	types := []string{TypeObservation, TypeConversation, TypeReflection}
+	var ids []int64
+	for i := range 24 {
+		en := &Entry{Type: types[i%3], Content: "entry " + strings.Repeat("x", i), Importance: 1 + i%10,
+			GameTime: t0.Add(time.Duration(i) * time.Minute)}
+		en.Sources.V.MessageIDs = []int64{int64(10 + i), int64(3 * i)}
+		if i%4 == 0 {
+			en.Metadata.V = map[string]any{"n": float64(i), "why": "because"}
+		}
+		npc := "brom"
+		if i%7 == 6 {
+			npc = "mara"
+		}
+		if err := e.jour.Add(ctx, npc, en); err != nil {
+			t.Fatal(err)
+		}
+		if npc == "brom" {
+			ids = append(ids, en.ID)
+		}
+	}
+	if err := e.jour.MarkConsolidated(ctx, "brom", ids[:5], t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	gormList := func(lq ListQuery) []Entry {
+		q := e.db.Where("character_id = ?", "brom")
+		if lq.Type != "" {
+			q = q.Where("type = ?", lq.Type)
+		}
+		if lq.Before > 0 {
+			q = q.Where("id < ?", lq.Before)
+		}
+		if lq.MinImportance > 0 {
+			q = q.Where("importance >= ?", lq.MinImportance)
+		}
+		if lq.CitingFrom > 0 {
+			q = q.Where("latest_source >= ?", lq.CitingFrom)
+		}
+		if lq.Limit > 0 {
+			q = q.Order("id DESC").Limit(lq.Limit)
+		} else {
+			q = q.Order("id")
+		}
+		var es []Entry
+		if err := q.Find(&es).Error; err != nil {
+			t.Fatal(err)
+		}
+		if lq.Limit > 0 {
+			slices.Reverse(es)
+		}
+		return es
+	}
+	for shape := range 32 {
+		var lq ListQuery
+		if shape&1 != 0 {
+			lq.Type = TypeConversation
+		}
+		if shape&2 != 0 {
+			lq.Before = ids[len(ids)-3]
+		}
+		if shape&4 != 0 {
+			lq.MinImportance = 4
+		}
+		if shape&8 != 0 {
+			lq.CitingFrom = 20
+		}
+		if shape&16 != 0 {
+			lq.Limit = 4
+		}
+		got, err := e.jour.List(ctx, "brom", lq)
+		if err != nil {
+			t.Fatalf("%+v: %v", lq, err)
+		}
+		want := gormList(lq)
+		if len(want) == 0 {
+			t.Fatalf("%+v: gorm finds no entry; the test needs some", lq)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%+v: List against gorm (-want +got):\n%s", lq, d)
+		}
+	}
+	all, err := e.jour.List(ctx, "brom", ListQuery{})
+	if err != nil || len(all) != len(ids) || all[0].ConsolidatedAt == nil || all[5].ConsolidatedAt != nil || all[0].Metadata.V["why"] != "because" {
+		t.Fatalf("all entries: %d (%v), want %d, the first five consolidated, metadata kept", len(all), err, len(ids))
 	}
 }
