@@ -421,12 +421,7 @@ func (s *Store) updateStatePrepared(ctx context.Context, id string, cols map[str
 	b := append(tb[:0], "UPDATE `characters` SET "...)
 	args := make([]any, 0, len(keys)+6)
 	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '`')
-		b = append(b, k...)
-		b = append(b, "`="...)
+		b = assignTo(b, i, k)
 		switch v := cols[k].(type) {
 		case clause.Expr:
 			if strings.Count(v.SQL, "?") != len(v.Vars) || strings.ContainsAny(v.SQL, "@;") {
@@ -458,6 +453,18 @@ func (s *Store) updateStatePrepared(ctx context.Context, id string, cols map[str
 	}
 	st, err = scanState(stmt.QueryRowContext(ctx, append(args, id)...), id)
 	return st, true, err
+}
+
+// assignTo appends to b, an UPDATE's SET list holding i columns, the
+// start of the assignment of column k: "`k`=", after a comma but for the
+// first.
+func assignTo(b []byte, i int, k string) []byte {
+	if i > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, '`')
+	b = append(b, k...)
+	return append(b, "`="...)
 }
 
 // plainColumn reports whether k can be written into a statement as a
@@ -513,12 +520,7 @@ func (s *Store) advance(ctx context.Context, id string, cols map[string]any, d H
 	b := append(tb[:0], "UPDATE `characters` SET "...)
 	args := make([]any, 0, len(keys)+6)
 	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '`')
-		b = append(b, k...)
-		b = append(b, "`="...)
+		b = assignTo(b, i, k)
 		switch {
 		case d.Zero() || !deltaColumn(k):
 			b = append(b, '?')
