@@ -305,4 +305,15 @@ func TestUpdateStateReturningPreparedAsGorm(t *testing.T) {
 			t.Errorf("update of an NPC that does not exist: %v, want ErrNotFound", err)
 		}
 	}
+	// A subquery is gorm's to write: the update goes its way, and writes it.
+	var st character.State
+	err = s.DB().Transaction(func(tx *gorm.DB) error {
+		sub := tx.Model(&character.Character{}).Select("tick + 5").Where("id = ?", "plain")
+		var err error
+		st, err = s.WithTx(tx).UpdateStateReturning(ctx, "prepared", map[string]any{"tick": sub})
+		return err
+	})
+	if err != nil || st.Tick != get(t, s, "plain").State.Tick+5 {
+		t.Errorf("update by a subquery: tick %d, %v; want the other NPC's tick and 5", st.Tick, err)
+	}
 }

@@ -402,7 +402,7 @@ func (s *Store) UpdateStateReturning(ctx context.Context, id string, cols map[st
 // written in name order, each value bound as it is (what gorm binds too),
 // a clause.Expr as its SQL with its values bound. ok is false, and nothing
 // was written, when no statement could be used: outside a transaction, on
-// PostgreSQL, a column name or an expression it does not write, or more
+// PostgreSQL, a column name, an expression or a subquery it does not write, or more
 // shapes of statement than it keeps (stateTexts).
 func (s *Store) updateStatePrepared(ctx context.Context, id string, cols map[string]any) (st State, ok bool, err error) {
 	if len(cols) == 0 || len(cols) > 24 {
@@ -434,7 +434,7 @@ func (s *Store) updateStatePrepared(ctx context.Context, id string, cols map[str
 			}
 			b = append(b, v.SQL...)
 			args = append(args, v.Vars...)
-		case clause.Expression:
+		case clause.Expression, *gorm.DB: // other expressions, subqueries: gorm writes them
 			return State{}, false, nil
 		default:
 			b = append(b, '?')
