@@ -383,6 +383,11 @@ func (s *Store) UpdateStateReturning(ctx context.Context, id string, cols map[st
 	if st, ok, err := s.updateStatePrepared(ctx, id, cols); ok {
 		return st, err
 	}
+	return s.updateStateGorm(ctx, id, cols)
+}
+
+// updateStateGorm is UpdateStateReturning the ordinary way, through gorm.
+func (s *Store) updateStateGorm(ctx context.Context, id string, cols map[string]any) (State, error) {
 	var rows []Character
 	res := s.q(ctx).Model(&rows).Clauses(clause.Returning{Columns: stateColumns}).Where("id = ?", id).UpdateColumns(cols)
 	if res.Error != nil {
@@ -405,7 +410,7 @@ func (s *Store) UpdateStateReturning(ctx context.Context, id string, cols map[st
 // PostgreSQL, a column name, an expression or a subquery it does not write, or more
 // shapes of statement than it keeps (stateTexts).
 func (s *Store) updateStatePrepared(ctx context.Context, id string, cols map[string]any) (st State, ok bool, err error) {
-	if len(cols) == 0 || len(cols) > 24 {
+	if !s.preparesState() || len(cols) == 0 || len(cols) > 24 {
 		return State{}, false, nil
 	}
 	var kb [24]string
@@ -454,6 +459,11 @@ func (s *Store) updateStatePrepared(ctx context.Context, id string, cols map[str
 	st, err = scanState(stmt.QueryRowContext(ctx, append(args, id)...), id)
 	return st, true, err
 }
+
+// preparesState reports whether s writes the NPC's row through prepared
+// statements (advance, updateStatePrepared): inside an SQLite transaction.
+// Elsewhere they go to gorm at once, without building a text first.
+func (s *Store) preparesState() bool { return s.inTx && s.prep != nil && store.IsSQLite(s.db) }
 
 // assignTo appends to b, an UPDATE's SET list holding i columns, the
 // start of the assignment of column k: "`k`=", after a comma but for the
@@ -504,6 +514,9 @@ func scanState(row *sql.Row, id string) (State, error) {
 // Its text, the columns in name order, is built in a stack buffer and
 // kept per shape, so a tick allocates no map, expression or text for it.
 func (s *Store) advance(ctx context.Context, id string, cols map[string]any, d HistoryDelta, held, next, other int64) (State, error) {
+	if !s.preparesState() {
+		return s.updateStateGorm(ctx, id, advanceSet(cols, d, held, next, other))
+	}
 	var kb [24]string
 	keys := kb[:0]
 	for k := range cols {
@@ -547,7 +560,7 @@ func (s *Store) advance(ctx context.Context, id string, cols map[string]any, d H
 		st, ok = s.prep.Stmt(ctx, s.db, text)
 	}
 	if !ok {
-		return s.UpdateStateReturning(ctx, id, advanceSet(cols, d, held, next, other))
+		return s.updateStateGorm(ctx, id, advanceSet(cols, d, held, next, other))
 	}
 	return scanState(st.QueryRowContext(ctx, append(args, id)...), id)
 }

@@ -1430,9 +1430,13 @@ func TestAdvanceStateFoldsTheTotalsAndTheRevisionCheck(t *testing.T) {
 		})
 		return st, ok, err
 	}
+	prepared := character.PreparedCount(s)
 	st, held, err := advance(map[string]any{"tick": 2, "turn": 2, "awaiting": store.NewJSON([]character.PendingCall{{ID: "c9", Tool: "give"}})}, turn("again"), read)
 	if err != nil || !held {
 		t.Fatalf("AdvanceState at the stored revision: held %v, err %v; want held", held, err)
+	}
+	if store.IsSQLite(s.DB()) && character.PreparedCount(s) == prepared {
+		t.Error("AdvanceState inside an SQLite transaction prepared no statement")
 	}
 	if st.Tick != 2 || st.Turn != 2 || st.HistoryRev == read || st.LiveMessages != 3 || len(st.Awaiting.V) != 1 {
 		t.Errorf("state %+v, want tick 2, turn 2, 3 live messages, a call awaited and a new revision", st)

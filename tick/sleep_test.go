@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/internal/dbtest"
 	"github.com/npcd/npcd/journal"
 	"github.com/npcd/npcd/sleep"
 	"github.com/npcd/npcd/store"
@@ -604,8 +605,13 @@ func TestSleepCompactionAndItsMarkCommitTogether(t *testing.T) {
 			// The commit's writes of the NPC's row and of the record run
 			// as prepared statements on SQLite, which gorm's callbacks do
 			// not see: there, the connection fails them.
-			env, log := newEnv(t), (*stmtLog)(nil)
-			if store.IsSQLite(env.eng.deps.DB) {
+			var (
+				env *testEnv
+				log *stmtLog
+			)
+			if dbtest.Dialect() == store.DriverPostgres {
+				env = newEnv(t)
+			} else {
 				env, log = countingEnv(t)
 			}
 			ctx := context.Background()
