@@ -136,13 +136,59 @@ type TickMeasure struct {
 	WriterBusy float64 `json:"writer_busy"`
 	// Rounds lists the measured rounds, in order (--rounds only).
 	Rounds []TickRound `json:"rounds,omitempty"`
+	// Aging is how the CPU a tick costs changed as the world aged over the
+	// rounds (--rounds only, with at least ten rounds).
+	Aging *TickAging `json:"aging,omitempty"`
+}
+
+// TickAging sums up the measured rounds of a world by tenths of the run:
+// the process's CPU time per tick in each tenth, the compactions beside
+// the ticks and the index builds included, as the world ages. A world
+// whose NPCs still grow toward the bounds of a tick's work (the search's
+// recall window, the compaction threshold) gets dearer from tenth to
+// tenth; one whose cost stays flat once they are reached shows it in the
+// last tenths.
+type TickAging struct {
+	// CPUMSPerTick holds the ten tenths' CPU milliseconds per tick, the
+	// first rounds first.
+	CPUMSPerTick []float64 `json:"cpu_ms_per_tick"`
+	// LastOverFirst is the last tenth's CPU per tick over the first's;
+	// LastOverPrevious, over the tenth before it.
+	LastOverFirst    float64 `json:"last_over_first"`
+	LastOverPrevious float64 `json:"last_over_previous"`
+}
+
+// agingOf sums up rounds by tenths, nil for fewer than ten rounds.
+func agingOf(rounds []TickRound) *TickAging {
+	if len(rounds) < 10 {
+		return nil
+	}
+	a := &TickAging{CPUMSPerTick: make([]float64, 10)}
+	for t := range 10 {
+		var cpu float64
+		var ticks int
+		for _, r := range rounds[t*len(rounds)/10 : (t+1)*len(rounds)/10] {
+			cpu += r.CPUMS
+			ticks += r.Ticks
+		}
+		a.CPUMSPerTick[t] = cpu / float64(max(1, ticks))
+	}
+	if c := a.CPUMSPerTick; c[0] > 0 && c[8] > 0 {
+		a.LastOverFirst, a.LastOverPrevious = c[9]/c[0], c[9]/c[8]
+	}
+	return a
 }
 
 // TickRound is one measured round of a world: one tick of every NPC.
 type TickRound struct {
 	Round     int     `json:"round"` // from 1, the first measured
 	MS        float64 `json:"ms"`    // the round's wall time
+	Ticks     int     `json:"ticks"`
 	TicksPerS float64 `json:"ticks_per_s"`
+	// CPUMS is the process's CPU time during the round, in milliseconds:
+	// its ticks, and whatever ran beside them (compactions, checkpoints,
+	// the garbage collector).
+	CPUMS float64 `json:"cpu_ms"`
 	// P50MS and P99MS are the round's percentiles of npcd's overhead per
 	// tick, as TickMeasure's.
 	P50MS float64 `json:"p50_ms"`
@@ -272,8 +318,17 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 				width, "", m.IndexBuilds, b.CacheMB)
 		}
 		for _, r := range m.Rounds {
-			fmt.Fprintf(out, "  %-*s %6s %8s %9.0f | %15.3f %13.3f | round's comp %d, b-comp %d, index builds %d\n",
-				width, "round", fmt.Sprintf("#%d", r.Round), fmt.Sprintf("%.0f ms", r.MS), r.TicksPerS, r.P50MS, r.P99MS, r.Compactions, r.BackgroundCompactions, r.IndexBuilds)
+			fmt.Fprintf(out, "  %-*s %6s %8s %9.0f | %15.3f %13.3f | round's comp %d, b-comp %d, index builds %d, cpu ms/t %.3f\n",
+				width, "round", fmt.Sprintf("#%d", r.Round), fmt.Sprintf("%.0f ms", r.MS), r.TicksPerS, r.P50MS, r.P99MS, r.Compactions, r.BackgroundCompactions, r.IndexBuilds,
+				r.CPUMS/float64(max(1, r.Ticks)))
+		}
+		if a := m.Aging; a != nil {
+			tenths := make([]string, len(a.CPUMSPerTick))
+			for i, c := range a.CPUMSPerTick {
+				tenths[i] = fmt.Sprintf("%.3f", c)
+			}
+			fmt.Fprintf(out, "  %-*s cpu ms per tick by tenth of the rounds: %s; the last tenth over the first %.2f×, over the one before it %.2f×\n",
+				width, "aging", strings.Join(tenths, " "), a.LastOverFirst, a.LastOverPrevious)
 		}
 		return nil
 	}
@@ -626,7 +681,8 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc)
 	if err != nil {
 		return err
 	}
-	acc.cpu += cpuTime() - cpu0
+	cpu := cpuTime() - cpu0
+	acc.cpu += cpu
 	acc.writerHeld += rt.writerHeld
 	builds, beside := w.a.Retriever.CacheStats().Builds-builds0, w.beside-beside0
 	acc.builds += builds
@@ -647,7 +703,7 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc)
 	if acc.perRound {
 		r := slices.Clone(acc.overhead[from:])
 		slices.Sort(r)
-		acc.rounds = append(acc.rounds, TickRound{Round: len(acc.rounds) + 1, MS: msOf(rt.took), TicksPerS: float64(len(r)) / rt.took.Seconds(),
+		acc.rounds = append(acc.rounds, TickRound{Round: len(acc.rounds) + 1, MS: msOf(rt.took), Ticks: len(r), TicksPerS: float64(len(r)) / rt.took.Seconds(), CPUMS: msOf(cpu),
 			P50MS: msOf(percentile(r, 0.50)), P99MS: msOf(percentile(r, 0.99)), Compactions: acc.compactions - comps,
 			BackgroundCompactions: beside, IndexBuilds: builds})
 	}
@@ -688,6 +744,7 @@ func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
 		IndexBuilds: acc.builds,
 		WriterBusy:  acc.writerHeld.Seconds() / acc.elapsed.Seconds(),
 		Rounds:      acc.rounds,
+		Aging:       agingOf(acc.rounds),
 	}
 }
 

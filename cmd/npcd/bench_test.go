@@ -133,15 +133,39 @@ func TestBenchTicksCountsCompactionsBesideTheTicks(t *testing.T) {
 		}
 		var comp, beside int
 		var slowest float64
+		var cpu float64
 		for i, r := range m.Rounds {
-			if r.Round != i+1 || r.MS <= 0 || r.TicksPerS <= 0 || r.P50MS > r.P99MS {
+			if r.Round != i+1 || r.MS <= 0 || r.TicksPerS <= 0 || r.P50MS > r.P99MS || r.Ticks != 1 || r.CPUMS <= 0 {
 				t.Fatalf("%v: round %d: %+v", flags, i+1, r)
 			}
 			comp, beside, slowest = comp+r.Compactions, beside+r.BackgroundCompactions, max(slowest, r.P99MS)
+			cpu += r.CPUMS
 		}
 		if comp != m.Compactions || beside != m.BackgroundCompactions || slowest < m.P99MS {
 			t.Errorf("%v: the rounds count %d compactions and %d beside, their slowest p99 is %.3f ms; the run %d, %d and %.3f ms",
 				flags, comp, beside, slowest, m.Compactions, m.BackgroundCompactions, m.P99MS)
+		}
+		// The rounds' CPU adds up to the run's (both rounded to the
+		// microsecond), and the aging summary holds their tenths: 15
+		// rounds each, one tick a round.
+		if d := cpu/150 - m.CPUMSPerTick; d > 0.01 || d < -0.01 {
+			t.Errorf("%v: the rounds' CPU is %.3f ms a tick, the run's %.3f", flags, cpu/150, m.CPUMSPerTick)
+		}
+		a := m.Aging
+		if a == nil || len(a.CPUMSPerTick) != 10 {
+			t.Fatalf("%v: aging %+v, want ten tenths", flags, a)
+		}
+		for i, c := range a.CPUMSPerTick {
+			var own float64
+			for _, r := range m.Rounds[15*i : 15*i+15] {
+				own += r.CPUMS
+			}
+			if d := c - own/15; d > 1e-9 || d < -1e-9 {
+				t.Errorf("%v: tenth %d: %.4f ms a tick, its rounds %.4f", flags, i+1, c, own/15)
+			}
+		}
+		if d := a.LastOverFirst - a.CPUMSPerTick[9]/a.CPUMSPerTick[0]; d > 1e-9 || d < -1e-9 || a.LastOverPrevious <= 0 {
+			t.Errorf("%v: aging ratios %+v", flags, a)
 		}
 		return m
 	}
