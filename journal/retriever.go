@@ -847,10 +847,13 @@ func (x *npcIndex) scanReleased(start int) int {
 }
 
 // bounded reports whether the current search is bounded
-// (SearchOptions.Window) and the NPC holds more items than the bound: only
-// then does the bound change the search.
+// (SearchOptions.Window): it then takes boundedPool candidates per result
+// from each channel and, with a lexical embedder, scans the vector channel
+// only for a query term the NPC's rows do not hold, whatever the number
+// of items the NPC holds; only past the bound do its scans skip the older
+// items (scanStart).
 func (x *npcIndex) bounded() bool {
-	return x.bound > 0 && len(x.items) > x.bound
+	return x.bound > 0
 }
 
 // scanStart is the first position a scan covers: 0, or within a bounded

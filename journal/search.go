@@ -115,16 +115,17 @@ type SearchOptions struct {
 	// ranks the keyword channel a second time.
 	NoFeedback bool
 	// Window, when positive, bounds a search's work by its query rather
-	// than by the NPC's whole life, once the NPC holds more than Window
-	// items: the vector and semantic channels scan only the Window most
-	// recent items (an older item still ranks when a keyword hit, its
-	// neighbour or its replacement brings it); a term held by more than
-	// Window items is read only in the Window most recent of them (such a
-	// term's IDF is low); each channel brings boundedPool candidates per
-	// result asked for, not the Retriever's pool; and with a lexical
-	// embedder the vector channel scans only for a query term the NPC's
-	// rows do not hold (vectorPoolNeeded). With fewer items the results
-	// are those of Search. It must not be negative.
+	// than by the NPC's whole life: each channel brings boundedPool
+	// candidates per result asked for, not the Retriever's pool, and with a
+	// lexical embedder the vector channel scans only for a query term the
+	// NPC's rows do not hold (vectorPoolNeeded), whatever the number of
+	// items the NPC holds; once it holds more than Window items, the vector
+	// and semantic channels also scan only the Window most recent items (an
+	// older item still ranks when a keyword hit, its neighbour or its
+	// replacement brings it), and a term held by more than Window items is
+	// read only in the Window most recent of them (such a term's IDF is
+	// low). So a young NPC's search does the work of an old one's, on fewer
+	// items, instead of a whole Search's. It must not be negative.
 	Window int
 	// NoParts leaves Result.Parts nil, for a caller that reads only the
 	// results and their scores (the tick's working context).
@@ -250,7 +251,7 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 }
 
 // boundedPool is how many candidates per result a bounded search
-// (SearchOptions.Window, past the bound) takes from each channel, where an
+// (SearchOptions.Window) takes from each channel, where an
 // unbounded one takes the Retriever's pool (100). The best hundred of each
 // channel are for a search that must find the one old line; a hint of a
 // few lines needs the best few dozen.
@@ -262,8 +263,8 @@ const boundedPool = 4
 // vectors hold the query's words, stems and character trigrams: what its
 // pool finds beyond the keyword channel are rows sharing a query word the
 // NPC's rows never hold as such, a typo or an unknown inflection
-// ("swordz" finds "sword"). So a bounded search (SearchOptions.Window,
-// past the bound), which wants a quick hint, scans for the pool only when
+// ("swordz" finds "sword"). So a bounded search (SearchOptions.Window),
+// which wants a quick hint, scans for the pool only when
 // the embedder gives meaning (a model's embeddings) or a query term is
 // missing from the NPC's keyword index (or the keyword channel is off);
 // an unbounded one, the NPC's own memory_search, always does.

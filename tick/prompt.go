@@ -248,9 +248,10 @@ func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs
 }
 
 // RecallWindow bounds the work of the working context's search (see
-// journal.SearchOptions): its vector and semantic channels scan the NPC's
-// RecallWindow most recent rows, and a frequent word is read in its
-// RecallWindow most recent rows, so a tick costs the same however long
+// journal.SearchOptions): at every age the search takes a few candidates
+// per line from each channel, and its vector and semantic channels scan
+// the NPC's RecallWindow most recent rows, and a frequent word is read in
+// its RecallWindow most recent rows, so a tick costs the same however long
 // the NPC has lived. Older rows are still recalled by their rarer words,
 // and the NPC's own memory_search searches everything.
 const RecallWindow = 2048
