@@ -118,14 +118,15 @@ type SearchOptions struct {
 	// than by the NPC's whole life: each channel brings boundedPool
 	// candidates per result asked for, not the Retriever's pool, and with a
 	// lexical embedder the vector channel scans only for a query term the
-	// NPC's rows do not hold (vectorPoolNeeded), whatever the number of
-	// items the NPC holds; once it holds more than Window items, the vector
-	// and semantic channels also scan only the Window most recent items (an
-	// older item still ranks when a keyword hit, its neighbour or its
-	// replacement brings it), and a term held by more than Window items is
-	// read only in the Window most recent of them (such a term's IDF is
-	// low). So a young NPC's search does the work of an old one's, on fewer
-	// items, instead of a whole Search's. It must not be negative.
+	// NPC's rows do not hold, a number aside (vectorPoolNeeded), whatever
+	// the number of items the NPC holds; once it holds more than Window
+	// items, the vector and semantic channels also scan only the Window
+	// most recent items (an older item still ranks when a keyword hit, its
+	// neighbour or its replacement brings it), and a term held by more than
+	// Window items is read only in the Window most recent of them (such a
+	// term's IDF is low). So a young NPC's search does the work of an old
+	// one's, on fewer items, instead of a whole Search's. It must not be
+	// negative.
 	Window int
 	// NoParts leaves Result.Parts nil, for a caller that reads only the
 	// results and their scores (the tick's working context).
@@ -265,9 +266,10 @@ const boundedPool = 4
 // NPC's rows never hold as such, a typo or an unknown inflection
 // ("swordz" finds "sword"). So a bounded search (SearchOptions.Window),
 // which wants a quick hint, scans for the pool only when
-// the embedder gives meaning (a model's embeddings) or a query term is
-// missing from the NPC's keyword index (or the keyword channel is off);
-// an unbounded one, the NPC's own memory_search, always does.
+// the embedder gives meaning (a model's embeddings) or a query term other
+// than a number is missing from the NPC's keyword index (or the keyword
+// channel is off); an unbounded one, the NPC's own memory_search, always
+// does.
 func (r *Retriever) vectorPoolNeeded(x *npcIndex, terms []string) bool {
 	if !x.bounded() || r.cfg.wKw <= 0 {
 		return true
@@ -276,11 +278,24 @@ func (r *Retriever) vectorPoolNeeded(x *npcIndex, terms []string) bool {
 		return true
 	}
 	for _, t := range terms {
-		if x.post[termKey(t)].len() == 0 {
+		if x.post[termKey(t)].len() == 0 && !number(t) {
 			return true
 		}
 	}
 	return false
+}
+
+// number reports whether term is written in digits only: a number has no
+// inflection, and one that differs from another by a digit is another
+// number, not a typo of it, so the trigrams it shares with the numbers
+// the NPC's rows hold find nothing worth a scan.
+func number(term string) bool {
+	for i := 0; i < len(term); i++ {
+		if !isDigit(term[i]) {
+			return false
+		}
+	}
+	return term != ""
 }
 
 // window is how the search joins neighbouring perceived messages into one

@@ -164,8 +164,9 @@ func TestSearchNoPartsKeepsResults(t *testing.T) {
 }
 
 // A bounded search with the lexical embedder scans the vector channel for
-// candidates of its own only when a query term is missing from the NPC's
-// keyword index: a typo still finds its word by shared trigrams. With every
+// candidates of its own only when a query term other than a number is
+// missing from the NPC's keyword index: a typo still finds its word by
+// shared trigrams. With every
 // term indexed, the keyword channel brings the candidates, and each is
 // scored on the same vector cosine as after a full scan. With a model's
 // embeddings the bounded search scans as the full one does.
@@ -234,6 +235,20 @@ func TestBoundedSearchVectorPool(t *testing.T) {
 				if pooled := find(got, "typo") != nil; pooled != tc.pooled {
 					t.Fatalf("window %d: bounded search found the typo: %v, want %v (results %v)", w, pooled, tc.pooled, contents(got))
 				}
+				// A number the rows never hold is no typo of anything: the
+				// lexical search does not scan for it; a word does.
+				x, err := r.acquire(context.Background(), "npc")
+				if err != nil {
+					t.Fatal(err)
+				}
+				x.bound = w
+				for q, want := range map[string]bool{"sword 4711": tc.pooled, "sword": tc.pooled, "swordy 4711": true} {
+					if got := r.vectorPoolNeeded(x, Terms(q)); got != want {
+						t.Errorf("window %d: %q scans the vector pool: %v, want %v", w, q, got, want)
+					}
+				}
+				x.bound = 0
+				r.release(x)
 			}
 		})
 	}
@@ -270,5 +285,14 @@ func TestBoundedSearchPool(t *testing.T) {
 	// an old one's takes.
 	if n := keywordCands(SearchOptions{NoFeedback: true, Window: 1000}); n != boundedPool*2 {
 		t.Fatalf("a bounded search within its bound ranked %d keyword candidates, want %d", n, boundedPool*2)
+	}
+}
+
+// number tells the terms written in ASCII digits only.
+func TestNumber(t *testing.T) {
+	for term, want := range map[string]bool{"4711": true, "0": true, "": false, "12a": false, "a12": false, "sword": false, "1.5": false, "١٢": false} {
+		if got := number(term); got != want {
+			t.Errorf("number(%q) = %v, want %v", term, got, want)
+		}
 	}
 }
