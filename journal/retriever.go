@@ -849,9 +849,9 @@ func (x *npcIndex) scanReleased(start int) int {
 // bounded reports whether the current search is bounded
 // (SearchOptions.Window): it then takes boundedPool candidates per result
 // from each channel and, with a lexical embedder, scans the vector channel
-// only for a query term the NPC's rows do not hold, whatever the number
-// of items the NPC holds; only past the bound do its scans skip the older
-// items (scanStart).
+// only for a query term the NPC's rows do not hold, a number aside
+// (vectorPoolNeeded), whatever the number of items the NPC holds; only
+// past the bound do its scans skip the older items (scanStart).
 func (x *npcIndex) bounded() bool {
 	return x.bound > 0
 }

@@ -252,10 +252,10 @@ func (r *Retriever) search(ctx context.Context, npc, query string, terms []strin
 }
 
 // boundedPool is how many candidates per result a bounded search
-// (SearchOptions.Window) takes from each channel, where an
-// unbounded one takes the Retriever's pool (100). The best hundred of each
-// channel are for a search that must find the one old line; a hint of a
-// few lines needs the best few dozen.
+// (SearchOptions.Window) takes from each channel, where an unbounded one
+// takes the Retriever's pool (100). The best hundred of each channel are
+// for a search that must find the one old line; a hint of a few lines
+// needs the best few dozen.
 const boundedPool = 4
 
 // vectorPoolNeeded reports whether a search scans the vector channel for
@@ -265,11 +265,10 @@ const boundedPool = 4
 // pool finds beyond the keyword channel are rows sharing a query word the
 // NPC's rows never hold as such, a typo or an unknown inflection
 // ("swordz" finds "sword"). So a bounded search (SearchOptions.Window),
-// which wants a quick hint, scans for the pool only when
-// the embedder gives meaning (a model's embeddings) or a query term other
-// than a number is missing from the NPC's keyword index (or the keyword
-// channel is off); an unbounded one, the NPC's own memory_search, always
-// does.
+// which wants a quick hint, scans for the pool only when the embedder
+// gives meaning (a model's embeddings) or a query term other than a number
+// is missing from the NPC's keyword index (or the keyword channel is off);
+// an unbounded one, the NPC's own memory_search, always does.
 func (r *Retriever) vectorPoolNeeded(x *npcIndex, terms []string) bool {
 	if !x.bounded() || r.cfg.wKw <= 0 {
 		return true
