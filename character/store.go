@@ -446,6 +446,15 @@ func (s *Store) updateStatePrepared(ctx context.Context, id string, cols map[str
 			args = append(args, v)
 		}
 	}
+	return s.runStateUpdate(ctx, id, b, args)
+}
+
+// runStateUpdate ends b, an UPDATE of the characters table up to the end
+// of its SET list, whose values are args, with NPC id's row and the
+// state's columns returned, and runs it through a prepared statement of
+// the transaction. ok is false, and nothing was written, when no
+// statement could be prepared (more shapes than stateTexts keeps).
+func (s *Store) runStateUpdate(ctx context.Context, id string, b []byte, args []any) (st State, ok bool, err error) {
 	b = append(b, " WHERE id = ? RETURNING "...)
 	b = append(b, stateReturning...)
 	text := stateText(b)
@@ -552,17 +561,10 @@ func (s *Store) advance(ctx context.Context, id string, cols map[string]any, d H
 			args = append(args, d.LiveMessages)
 		}
 	}
-	b = append(b, " WHERE id = ? RETURNING "...)
-	b = append(b, stateReturning...)
-	var st *sql.Stmt
-	ok := false
-	if text := stateText(b); text != "" {
-		st, ok = s.prep.Stmt(ctx, s.db, text)
+	if st, ok, err := s.runStateUpdate(ctx, id, b, args); ok {
+		return st, err
 	}
-	if !ok {
-		return s.updateStateGorm(ctx, id, advanceSet(cols, d, held, next, other))
-	}
-	return scanState(st.QueryRowContext(ctx, append(args, id)...), id)
+	return s.updateStateGorm(ctx, id, advanceSet(cols, d, held, next, other))
 }
 
 // historyRevSQL moves the history revision to the first of two fresh

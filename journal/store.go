@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -338,8 +339,9 @@ func (s *Store) listRows(ctx context.Context, id string, lq ListQuery) ([]Entry,
 	return es, rows.Err()
 }
 
-// entryList is Entry's columns in the order listRows scans them.
-const entryList = "id, character_id, type, content, importance, game_time, created_at, consolidated_at, sources, metadata, latest_source"
+// entryList is Entry's columns in the order listRows scans them: its id,
+// then those it is written with.
+var entryList = "id, " + strings.Join(entryColumns, ", ")
 
 // listSQL is the statement listRows reads the entries of NPC id with, and
 // its arguments: its text depends on which of lq's bounds are set, not on

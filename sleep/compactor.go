@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -522,12 +523,19 @@ func recordArgs(r *Record) []any {
 		r.GameTime, r.CreatedAt, r.DurationMS, r.Metadata}
 }
 
+// finishColumns are the columns the end of a compaction's commit writes
+// into its record (finishRecord), in the order of finishArgs.
+var finishColumns = []string{"tokens_before", "tokens_after", "summary_message_id", "journal_id", "masked", "duration_ms", "metadata"}
+
+func finishArgs(r *Record) []any {
+	return []any{r.TokensBefore, r.TokensAfter, r.SummaryMessageID, r.JournalID, r.Masked, r.DurationMS, r.Metadata}
+}
+
 // insertRecordSQL writes a compaction record (SQLite) and returns its id;
-// finishRecordSQL writes what the end of its commit knows.
+// finishRecordSQL writes its finishColumns.
 var (
 	insertRecordSQL = store.InsertSQL("compactions", recordColumns, 1, "RETURNING `id`")
-	finishRecordSQL = "UPDATE `compactions` SET `tokens_before`=?,`tokens_after`=?,`summary_message_id`=?,`journal_id`=?," +
-		"`masked`=?,`duration_ms`=?,`metadata`=? WHERE `id` = ?"
+	finishRecordSQL = "UPDATE `compactions` SET `" + strings.Join(finishColumns, "`=?,`") + "`=? WHERE `id` = ?"
 )
 
 // writeRecord stores r inside tx, setting its id: through a prepared
@@ -542,10 +550,14 @@ func (c *Compactor) writeRecord(ctx context.Context, tx *gorm.DB, r *Record) err
 // finishRecord writes the fields of r that its commit sets last (sizes,
 // summary, journal entry, masked rows, duration, metadata) inside tx.
 func (c *Compactor) finishRecord(ctx context.Context, tx *gorm.DB, r *Record) error {
+	args := finishArgs(r)
 	if st, ok := c.prep.Stmt(ctx, tx, finishRecordSQL); ok {
-		_, err := st.ExecContext(ctx, r.TokensBefore, r.TokensAfter, r.SummaryMessageID, r.JournalID, r.Masked, r.DurationMS, r.Metadata, r.ID)
+		_, err := st.ExecContext(ctx, append(args, r.ID)...)
 		return err
 	}
-	return tx.Model(r).Updates(map[string]any{"tokens_before": r.TokensBefore, "tokens_after": r.TokensAfter, "summary_message_id": r.SummaryMessageID,
-		"journal_id": r.JournalID, "masked": r.Masked, "duration_ms": r.DurationMS, "metadata": r.Metadata}).Error
+	set := make(map[string]any, len(finishColumns))
+	for i, col := range finishColumns {
+		set[col] = args[i]
+	}
+	return tx.Model(r).Updates(set).Error
 }
