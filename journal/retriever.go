@@ -827,9 +827,12 @@ func (x *npcIndex) scan(q []float32) {
 	}
 	qc := x.qc
 	parallel(n-start, (n-start)*d, func(lo, hi int) {
-		for i := start + lo; i < start+hi; i++ {
-			x.scores[i] = float32(dot8(qc, x.vecs.row(i))) * x.vecScale[i] * qs
-		}
+		eachDot(&x.vecs, qc, start+lo, start+hi, func(i int, dots []int32) {
+			scores, scales := x.scores[i:i+len(dots)], x.vecScale[i:i+len(dots)]
+			for j, dot := range dots {
+				scores[j] = float32(dot) * scales[j] * qs
+			}
+		})
 	})
 }
 

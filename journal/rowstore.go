@@ -1,6 +1,10 @@
 package journal
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/npcd/npcd/internal/int8vec"
+)
 
 // blockRows is how many rows one block of a rowStore holds once the store
 // has outgrown its first block.
@@ -73,4 +77,19 @@ func (s *rowStore[T]) release(b int) int64 {
 	n := int64(cap(s.blocks[b])) * int64(unsafe.Sizeof(zero))
 	s.blocks[b] = nil
 	return n
+}
+
+// eachDot calls f with the inner products of q with rows lo..hi-1 of s, one
+// run of a block's rows at a time: f(i, dots) gets those of rows i to
+// i+len(dots)-1. Each run takes one call of int8vec.DotRows.
+func eachDot(s *rowStore[int8], q []int8, lo, hi int, f func(i int, dots []int32)) {
+	var buf [blockRows]int32
+	d := s.dims
+	for lo < hi {
+		o := lo % blockRows
+		k := min(hi-lo, blockRows-o)
+		int8vec.DotRows(q, s.blocks[lo/blockRows][o*d:], buf[:k])
+		f(lo, buf[:k])
+		lo += k
+	}
 }

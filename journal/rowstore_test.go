@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/npcd/npcd/internal/int8vec"
 	"github.com/npcd/npcd/llm"
 )
 
@@ -57,6 +58,49 @@ func TestRowStoreGrowsWithoutLosingRows(t *testing.T) {
 	}
 	if got, min := s.bytes(), int64(want*d*4); got < min {
 		t.Fatalf("bytes %d, below the %d the rows hold", got, min)
+	}
+}
+
+// eachDot gives each row's inner product with the query exactly as a
+// call of int8vec.Dot on the row would, for spans that start and end
+// inside blocks, cross several, and hold a single row.
+func TestEachDot(t *testing.T) {
+	for _, d := range []int{7, 100, 256} {
+		var s rowStore[int8]
+		s.reset(d)
+		const n = 3*blockRows + 21
+		s.grow(n)
+		for p := range n {
+			for j := range s.row(p) {
+				s.row(p)[j] = int8((p*31 + j*7) % 251)
+			}
+		}
+		q := make([]int8, d)
+		for j := range q {
+			q[j] = int8(j*13 - 90)
+		}
+		for _, span := range [][2]int{{0, n}, {5, 6}, {blockRows - 1, blockRows + 1}, {10, 2*blockRows + 3}, {n - 1, n}, {3, 3}} {
+			lo, hi := span[0], span[1]
+			got := make([]int32, n)
+			seen := make([]bool, n)
+			eachDot(&s, q, lo, hi, func(i int, dots []int32) {
+				for j, v := range dots {
+					if seen[i+j] {
+						t.Fatalf("d=%d [%d,%d): row %d given twice", d, lo, hi, i+j)
+					}
+					seen[i+j] = true
+					got[i+j] = v
+				}
+			})
+			for p := range n {
+				if seen[p] != (p >= lo && p < hi) {
+					t.Fatalf("d=%d [%d,%d): row %d given %v", d, lo, hi, p, seen[p])
+				}
+				if want := int8vec.Dot(q, s.row(p)); seen[p] && got[p] != want {
+					t.Fatalf("d=%d [%d,%d): row %d %d, want %d", d, lo, hi, p, got[p], want)
+				}
+			}
+		}
 	}
 }
 

@@ -186,15 +186,13 @@ func (x *npcIndex) scanSemantic(q []int8, qs float32) {
 	d := len(q)
 	start := x.scanStart()
 	parallel(n-start, (n-start)*d, func(lo, hi int) {
-		for i := start + lo; i < start+hi; i++ {
-			s := x.semScale[i]
-			if s == 0 {
-				x.semScores[i] = 0
-				continue
+		eachDot(&x.sem, q, start+lo, start+hi, func(i int, dots []int32) {
+			scores, scales := x.semScores[i:i+len(dots)], x.semScale[i:i+len(dots)]
+			for j, dot := range dots {
+				c := float32(dot) * scales[j] * qs
+				scores[j] = max(0, (c-semFloor)/(1-semFloor))
 			}
-			c := float32(dot8(q, x.sem.row(i))) * s * qs
-			x.semScores[i] = max(0, (c-semFloor)/(1-semFloor))
-		}
+		})
 	})
 }
 

@@ -13,3 +13,10 @@ var hasSIMD = cpu.X86.HasAVX2
 //
 //go:noescape
 func dotSIMD(a, b *int8, n int) int32
+
+// dotRowsSIMD writes into out[0:count] the inner products of the first n
+// codes of q with those of count rows, stride codes apart from rows on; n
+// is a positive multiple of 16.
+//
+//go:noescape
+func dotRowsSIMD(q, rows *int8, n, stride, count int, out *int32)
