@@ -827,12 +827,15 @@ func (x *npcIndex) scan(q []float32) {
 	}
 	qc := x.qc
 	parallel(n-start, (n-start)*d, func(lo, hi int) {
-		eachDot(&x.vecs, qc, start+lo, start+hi, func(i int, dots []int32) {
-			scores, scales := x.scores[i:i+len(dots)], x.vecScale[i:i+len(dots)]
-			for j, dot := range dots {
+		var dots [blockRows]int32
+		for i := start + lo; i < start+hi; {
+			k := dotRun(&x.vecs, qc, i, start+hi, &dots)
+			scores, scales := x.scores[i:i+k], x.vecScale[i:i+k]
+			for j, dot := range dots[:k] {
 				scores[j] = float32(dot) * scales[j] * qs
 			}
-		})
+			i += k
+		}
 	})
 }
 

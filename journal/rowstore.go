@@ -79,17 +79,13 @@ func (s *rowStore[T]) release(b int) int64 {
 	return n
 }
 
-// eachDot calls f with the inner products of q with rows lo..hi-1 of s, one
-// run of a block's rows at a time: f(i, dots) gets those of rows i to
-// i+len(dots)-1. Each run takes one call of int8vec.DotRows.
-func eachDot(s *rowStore[int8], q []int8, lo, hi int, f func(i int, dots []int32)) {
-	var buf [blockRows]int32
+// dotRun writes into dots the inner products of q with rows lo, lo+1, …
+// of s, up to the end of lo's block or to hi, and returns how many: one
+// call of int8vec.DotRows. A scan calls it until it reaches hi.
+func dotRun(s *rowStore[int8], q []int8, lo, hi int, dots *[blockRows]int32) int {
 	d := s.dims
-	for lo < hi {
-		o := lo % blockRows
-		k := min(hi-lo, blockRows-o)
-		int8vec.DotRows(q, s.blocks[lo/blockRows][o*d:], buf[:k])
-		f(lo, buf[:k])
-		lo += k
-	}
+	o := lo % blockRows
+	k := min(hi-lo, blockRows-o)
+	int8vec.DotRows(q, s.blocks[lo/blockRows][o*d:], dots[:k])
+	return k
 }

@@ -61,10 +61,11 @@ func TestRowStoreGrowsWithoutLosingRows(t *testing.T) {
 	}
 }
 
-// eachDot gives each row's inner product with the query exactly as a
-// call of int8vec.Dot on the row would, for spans that start and end
-// inside blocks, cross several, and hold a single row.
-func TestEachDot(t *testing.T) {
+// dotRun, called until a scan's end, gives each row's inner product with
+// the query exactly as a call of int8vec.Dot on the row would, for spans
+// that start and end inside blocks, cross several, and hold a single row;
+// each run stays within one block.
+func TestDotRun(t *testing.T) {
 	for _, d := range []int{7, 100, 256} {
 		var s rowStore[int8]
 		s.reset(d)
@@ -79,26 +80,20 @@ func TestEachDot(t *testing.T) {
 		for j := range q {
 			q[j] = int8(j*13 - 90)
 		}
-		for _, span := range [][2]int{{0, n}, {5, 6}, {blockRows - 1, blockRows + 1}, {10, 2*blockRows + 3}, {n - 1, n}, {3, 3}} {
+		for _, span := range [][2]int{{0, n}, {5, 6}, {blockRows - 1, blockRows + 1}, {10, 2*blockRows + 3}, {n - 1, n}} {
 			lo, hi := span[0], span[1]
-			got := make([]int32, n)
-			seen := make([]bool, n)
-			eachDot(&s, q, lo, hi, func(i int, dots []int32) {
-				for j, v := range dots {
-					if seen[i+j] {
-						t.Fatalf("d=%d [%d,%d): row %d given twice", d, lo, hi, i+j)
+			var dots [blockRows]int32
+			for i := lo; i < hi; {
+				k := dotRun(&s, q, i, hi, &dots)
+				if k <= 0 || i+k > hi || i/blockRows != (i+k-1)/blockRows {
+					t.Fatalf("d=%d [%d,%d): run of %d rows from %d", d, lo, hi, k, i)
+				}
+				for j, v := range dots[:k] {
+					if want := int8vec.Dot(q, s.row(i+j)); v != want {
+						t.Fatalf("d=%d [%d,%d): row %d %d, want %d", d, lo, hi, i+j, v, want)
 					}
-					seen[i+j] = true
-					got[i+j] = v
 				}
-			})
-			for p := range n {
-				if seen[p] != (p >= lo && p < hi) {
-					t.Fatalf("d=%d [%d,%d): row %d given %v", d, lo, hi, p, seen[p])
-				}
-				if want := int8vec.Dot(q, s.row(p)); seen[p] && got[p] != want {
-					t.Fatalf("d=%d [%d,%d): row %d %d, want %d", d, lo, hi, p, got[p], want)
-				}
+				i += k
 			}
 		}
 	}

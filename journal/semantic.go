@@ -186,13 +186,16 @@ func (x *npcIndex) scanSemantic(q []int8, qs float32) {
 	d := len(q)
 	start := x.scanStart()
 	parallel(n-start, (n-start)*d, func(lo, hi int) {
-		eachDot(&x.sem, q, start+lo, start+hi, func(i int, dots []int32) {
-			scores, scales := x.semScores[i:i+len(dots)], x.semScale[i:i+len(dots)]
-			for j, dot := range dots {
+		var dots [blockRows]int32
+		for i := start + lo; i < start+hi; {
+			k := dotRun(&x.sem, q, i, start+hi, &dots)
+			scores, scales := x.semScores[i:i+k], x.semScale[i:i+k]
+			for j, dot := range dots[:k] {
 				c := float32(dot) * scales[j] * qs
 				scores[j] = max(0, (c-semFloor)/(1-semFloor))
 			}
-		})
+			i += k
+		}
 	})
 }
 
