@@ -40,10 +40,11 @@ func dotGo(a, b []int8) int32 {
 // whole scan of an index's vectors in one call, which spares each row the
 // call and the checks of Dot (more than half its time at 100 codes).
 //
-// With vector instructions, a length that is no multiple of 16 is
-// rounded up with zero codes of q: each row's last step then reads a few
-// codes of the next row (or of rows past len(out)), which count for
-// nothing. The last rows, whose step would read past rows, take Dot.
+// With vector instructions, a length that is no multiple of 16 (up to
+// maxPadded) is rounded up with zero codes of q: each row's last step
+// then reads a few codes of the next row (or of rows past len(out)), which
+// count for nothing. The last rows, whose step would read past rows, take
+// Dot.
 func DotRows(q, rows []int8, out []int32) {
 	d := len(q)
 	if len(out) == 0 {
@@ -51,6 +52,10 @@ func DotRows(q, rows []int8, out []int32) {
 	}
 	if len(rows) < len(out)*d {
 		panic("int8vec: DotRows given fewer codes than its rows")
+	}
+	if hasSIMD && d%16 == 0 && d > 0 {
+		dotRowsSIMD(&q[0], &rows[0], d, d, len(out), &out[0])
+		return
 	}
 	if !hasSIMD || d < 16 || d > maxPadded {
 		for r := range out {
@@ -83,5 +88,6 @@ func paddedRows(count, size, d, n int) int {
 	return min(count, (size-n)/d+1)
 }
 
-// maxPadded is the longest vector DotRows pads on the stack.
+// maxPadded is the longest vector DotRows pads on the stack; a longer one
+// whose length is no multiple of 16 takes Dot row by row.
 const maxPadded = 1024

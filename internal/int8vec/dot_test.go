@@ -114,7 +114,7 @@ func TestDotRows(t *testing.T) {
 	defer func() { hasSIMD = simd }()
 	for _, useSIMD := range []bool{false, simd} {
 		hasSIMD = useSIMD
-		for _, d := range []int{0, 1, 15, 16, 17, 31, 32, 33, 48, 100, 256, 300} {
+		for _, d := range []int{0, 1, 15, 16, 17, 31, 32, 33, 48, 100, 256, 300, maxPadded + 3, 1536} {
 			for _, count := range []int{0, 1, 2, 3, 64, 70} {
 				for trial := 0; trial < 3; trial++ {
 					off := rng.IntN(16)

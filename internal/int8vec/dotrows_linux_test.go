@@ -18,7 +18,7 @@ func TestDotRowsReadsNoFurther(t *testing.T) {
 	if err := syscall.Mprotect(mem[page:], syscall.PROT_NONE); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []int{16, 17, 100, 250} {
+	for _, d := range []int{16, 17, 100, 250, 1536} {
 		for _, count := range []int{1, 2, 5, 16} {
 			size := d * count
 			if size > page {
