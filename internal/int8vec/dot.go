@@ -6,7 +6,7 @@ func Dot(a, b []int8) int32 {
 	b = b[:len(a)]
 	var s int32
 	if n := len(a) &^ 15; hasSIMD && n > 0 {
-		s = dotSIMD(&a[0], &b[0], n)
+		dotRowsSIMD(&a[0], &b[0], n, n, 1, &s)
 		a, b = a[n:], b[n:]
 	}
 	return s + dotGo(a, b)

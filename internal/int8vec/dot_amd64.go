@@ -8,12 +8,6 @@ import "golang.org/x/sys/cpu"
 // cpu.X86.HasAVX2 includes).
 var hasSIMD = cpu.X86.HasAVX2
 
-// dotSIMD is the inner product of the n codes at a and b; n is a positive
-// multiple of 16.
-//
-//go:noescape
-func dotSIMD(a, b *int8, n int) int32
-
 // dotRowsSIMD writes into out[0:count] the inner products of the first n
 // codes of q with those of count rows, stride codes apart from rows on; n
 // is a positive multiple of 16.

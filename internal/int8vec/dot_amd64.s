@@ -2,60 +2,13 @@
 
 #include "textflag.h"
 
-// func dotSIMD(a, b *int8, n int) int32
-//
-// Sixteen codes of each vector are sign-extended to 16-bit words
-// (VPMOVSXBW), multiplied and summed in pairs into eight 32-bit lanes
-// (VPMADDWD: at most 2*128*128, no overflow), and the lanes accumulated;
-// two accumulators take 32 codes a step.
-TEXT ·dotSIMD(SB), NOSPLIT, $0-28
-	MOVQ a+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ n+16(FP), CX
-	VPXOR Y0, Y0, Y0
-	VPXOR Y5, Y5, Y5
-
-loop32:
-	CMPQ CX, $32
-	JLT  tail16
-	VPMOVSXBW (SI), Y1
-	VPMOVSXBW (DI), Y2
-	VPMADDWD  Y1, Y2, Y2
-	VPADDD    Y2, Y0, Y0
-	VPMOVSXBW 16(SI), Y3
-	VPMOVSXBW 16(DI), Y4
-	VPMADDWD  Y3, Y4, Y4
-	VPADDD    Y4, Y5, Y5
-	ADDQ      $32, SI
-	ADDQ      $32, DI
-	SUBQ      $32, CX
-	JMP       loop32
-
-tail16:
-	CMPQ CX, $16
-	JLT  sum
-	VPMOVSXBW (SI), Y1
-	VPMOVSXBW (DI), Y2
-	VPMADDWD  Y1, Y2, Y2
-	VPADDD    Y2, Y0, Y0
-
-sum:
-	VPADDD       Y5, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, AX
-	VZEROUPPER
-	MOVL         AX, ret+24(FP)
-	RET
-
 // func dotRowsSIMD(q, rows *int8, n, stride, count int, out *int32)
 //
-// dotSIMD's loop for each of count rows, stride bytes apart, each sum
-// stored to out.
+// For each of count rows, stride bytes apart: sixteen codes of q and of
+// the row are sign-extended to 16-bit words (VPMOVSXBW), multiplied and
+// summed in pairs into eight 32-bit lanes (VPMADDWD: at most 2*128*128,
+// no overflow), and the lanes accumulated, two accumulators taking 32
+// codes a step; the lanes' sum is stored to out, and out moves on by one.
 TEXT ·dotRowsSIMD(SB), NOSPLIT, $0-48
 	MOVQ q+0(FP), SI
 	MOVQ rows+8(FP), DI

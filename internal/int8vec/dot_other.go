@@ -4,8 +4,6 @@ package int8vec
 
 var hasSIMD = false
 
-func dotSIMD(a, b *int8, n int) int32 { panic("int8vec: no vector instructions") }
-
 func dotRowsSIMD(q, rows *int8, n, stride, count int, out *int32) {
 	panic("int8vec: no vector instructions")
 }
