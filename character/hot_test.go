@@ -25,7 +25,7 @@ type glanced struct {
 
 func glancedOf(g *character.Glance, evs []character.Event) glanced {
 	if g != nil {
-		g.Marked, g.NewestEntry, g.MemoryRev = false, 0, 0
+		g.Marked, g.NewestEntry, g.MemoryRev, g.ProfileRev = false, 0, 0, 0
 	}
 	return glanced{g, evs}
 }

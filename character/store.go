@@ -170,7 +170,76 @@ func Migrations() []store.Migration {
 		Up: func(tx *gorm.DB) error {
 			return tx.Exec("DROP INDEX IF EXISTS idx_messages_char_mask").Error
 		},
+	}, {
+		// A tick shows the profiles of those present (Profiles); the
+		// revision tells it whether the lines it showed last still hold
+		// (Glance.ProfileRev). Triggers count every change of what a line
+		// shows, whoever writes it: a sighting that only adds a mention or
+		// moves the last sighting within its day changes nothing shown.
+		Component: "character", Version: 10, Name: "profile revisions",
+		Up: func(tx *gorm.DB) error {
+			return tx.Exec("CREATE TABLE IF NOT EXISTS profile_revs (character_id VARCHAR(64) PRIMARY KEY, rev BIGINT NOT NULL)").Error
+		},
+		SQLite:   execAll(profileRevSQLite),
+		Postgres: execAll(profileRevPostgres),
 	}}
+}
+
+// execAll returns a migration step that runs stmts in order.
+func execAll(stmts []string) func(tx *gorm.DB) error {
+	return func(tx *gorm.DB) error {
+		for _, q := range stmts {
+			if err := tx.Exec(q).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// profileShown is the condition, on SQLite, under which an update of a
+// profile changes what a tick shows of it (tick's profile lines): its
+// name, kind, description or feelings, or the day of its last sighting
+// (a time SQLite cannot read counts as a change).
+const profileShown = `OLD.entity IS NOT NEW.entity OR OLD.name IS NOT NEW.name OR OLD.kind IS NOT NEW.kind
+	OR OLD.description IS NOT NEW.description OR OLD.relationship IS NOT NEW.relationship
+	OR (OLD.last_seen IS NOT NEW.last_seen AND (date(OLD.last_seen) IS NOT date(NEW.last_seen) OR date(NEW.last_seen) IS NULL))`
+
+// bumpProfileRev is the statement of the SQLite triggers, for the NPC of
+// the row NPC (NEW or OLD).
+func bumpProfileRev(row string) string {
+	return "INSERT INTO profile_revs (character_id, rev) VALUES (" + row + ".character_id, 1) " +
+		"ON CONFLICT (character_id) DO UPDATE SET rev = profile_revs.rev + 1;"
+}
+
+// profileRevSQLite are the triggers of migration character v10 on SQLite.
+var profileRevSQLite = []string{
+	"CREATE TRIGGER IF NOT EXISTS profile_rev_profile_insert AFTER INSERT ON profiles BEGIN " + bumpProfileRev("NEW") + " END",
+	"CREATE TRIGGER IF NOT EXISTS profile_rev_profile_delete AFTER DELETE ON profiles BEGIN " + bumpProfileRev("OLD") + " END",
+	"CREATE TRIGGER IF NOT EXISTS profile_rev_profile_update AFTER UPDATE ON profiles WHEN " + profileShown + " BEGIN " + bumpProfileRev("NEW") + " END",
+	"CREATE TRIGGER IF NOT EXISTS profile_rev_fact_insert AFTER INSERT ON facts BEGIN " + bumpProfileRev("NEW") + " END",
+	"CREATE TRIGGER IF NOT EXISTS profile_rev_fact_delete AFTER DELETE ON facts BEGIN " + bumpProfileRev("OLD") + " END",
+	"CREATE TRIGGER IF NOT EXISTS profile_rev_fact_update AFTER UPDATE ON facts BEGIN " + bumpProfileRev("NEW") + " END",
+}
+
+// profileRevPostgres are the function and triggers of migration character
+// v10 on PostgreSQL (profileShown's condition, days in UTC).
+var profileRevPostgres = []string{
+	`CREATE OR REPLACE FUNCTION npcd_bump_profile_rev() RETURNS trigger AS $$
+	DECLARE npc VARCHAR(64);
+	BEGIN
+		IF TG_OP = 'DELETE' THEN npc := OLD.character_id; ELSE npc := NEW.character_id; END IF;
+		INSERT INTO profile_revs (character_id, rev) VALUES (npc, 1)
+			ON CONFLICT (character_id) DO UPDATE SET rev = profile_revs.rev + 1;
+		RETURN NULL;
+	END $$ LANGUAGE plpgsql`,
+	`CREATE TRIGGER profile_rev_profile_change AFTER INSERT OR DELETE ON profiles FOR EACH ROW EXECUTE FUNCTION npcd_bump_profile_rev()`,
+	`CREATE TRIGGER profile_rev_profile_update AFTER UPDATE ON profiles FOR EACH ROW WHEN (
+		OLD.entity IS DISTINCT FROM NEW.entity OR OLD.name IS DISTINCT FROM NEW.name OR OLD.kind IS DISTINCT FROM NEW.kind
+		OR OLD.description IS DISTINCT FROM NEW.description OR OLD.relationship IS DISTINCT FROM NEW.relationship
+		OR (OLD.last_seen AT TIME ZONE 'UTC')::date IS DISTINCT FROM (NEW.last_seen AT TIME ZONE 'UTC')::date)
+		EXECUTE FUNCTION npcd_bump_profile_rev()`,
+	`CREATE TRIGGER profile_rev_fact_change AFTER INSERT OR UPDATE OR DELETE ON facts FOR EACH ROW EXECUTE FUNCTION npcd_bump_profile_rev()`,
 }
 
 // leanIndexes are the statements of migration character v8 (the same on
@@ -763,9 +832,12 @@ type Glance struct {
 	// Marked is set when the glance read, at its instant, the NPC's newest
 	// journal entry's id, NewestEntry, and the revision of its memories,
 	// MemoryRev (both 0 before the first): what a search of the NPC's
-	// rows needs to know it is up to date (GlanceEvents reads them).
-	Marked                 bool
-	NewestEntry, MemoryRev int64
+	// rows needs to know it is up to date (GlanceEvents reads them); and
+	// the revision of its profiles, ProfileRev (0 before the first
+	// change), which counts every change of what Profiles gives that a
+	// tick shows (migration character v10).
+	Marked                             bool
+	NewestEntry, MemoryRev, ProfileRev int64
 }
 
 // Whole reports whether an event waits or a turn resumes, the glance of a
@@ -847,14 +919,18 @@ var glanceEventsTexts sync.Map
 
 // glanceEventsHead is glanceEventsSQL but the number of its limit.
 var glanceEventsHead = strings.Replace(glanceSQL, "\n\tFROM characters,", ",\n\t"+marksColumns+", "+nulls(len(eventColumns))+"\n\tFROM characters,", 1) + `
-	UNION ALL SELECT ` + nulls(glanceColumns+2) + `, ` + eventList + `
+	UNION ALL SELECT ` + nulls(glanceColumns+marksCount) + `, ` + eventList + `
 	FROM events INDEXED BY idx_events_char_pending WHERE character_id = ? AND consumed_at IS NULL
 	LIMIT `
 
 // marksColumns read an NPC's marks (Glance.Marked): its newest journal
-// entry's id and its memories' revision, each through its index.
+// entry's id, its memories' revision and its profiles' revision, each
+// through its index; marksCount is their number.
 const marksColumns = `(SELECT COALESCE(MAX(id), 0) FROM entries WHERE character_id = ?),
-	COALESCE((SELECT rev FROM memory_revs WHERE character_id = ?), 0)`
+	COALESCE((SELECT rev FROM memory_revs WHERE character_id = ?), 0),
+	COALESCE((SELECT rev FROM profile_revs WHERE character_id = ?), 0)`
+
+const marksCount = 3
 
 // glanceColumns is how many columns glanceSQL reads, and eventColumns
 // the columns of eventList.
@@ -893,7 +969,7 @@ func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance
 	if err := ctx.Err(); err != nil { // see Glance
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
-	rows, err := stmt.QueryContext(context.WithoutCancel(ctx), id, id, id, id, id)
+	rows, err := stmt.QueryContext(context.WithoutCancel(ctx), id, id, id, id, id, id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
@@ -904,15 +980,15 @@ func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance
 		pending                    bool
 		gameTime, created, updated sql.NullTime
 		e                          Event
-		newest, memRev             int64
+		newest, memRev, profRev    int64
 		null                       any // the other part's columns, NULL
 	)
-	dest := make([]any, 0, glanceColumns+2+len(eventColumns))
+	dest := make([]any, 0, glanceColumns+marksCount+len(eventColumns))
 	dest = append(dest, &c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
 		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &c.Compaction.Target, &pending,
 		store.NullTimeText{T: &gameTime}, store.TimePtrText{T: &c.State.LastSleepAt}, &c.State.SleepMark, &c.State.HistoryRev,
-		store.NullTimeText{T: &created}, store.NullTimeText{T: &updated}, &newest, &memRev)
+		store.NullTimeText{T: &created}, store.NullTimeText{T: &updated}, &newest, &memRev, &profRev)
 	// The glance's row comes first (UNION ALL keeps the order of its
 	// parts; a row in the wrong place fails to scan, its NULLs into
 	// numbers).
@@ -929,7 +1005,7 @@ func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	dest = dest[:0]
-	for range glanceColumns + 2 {
+	for range glanceColumns + marksCount {
 		dest = append(dest, &null)
 	}
 	dest = append(dest, eventDest(&e)...)
@@ -945,7 +1021,7 @@ func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	c.State.CompactionNote = note.String
-	g := &Glance{NPC: c, Pending: pending, Marked: true, NewestEntry: newest, MemoryRev: memRev}
+	g := &Glance{NPC: c, Pending: pending, Marked: true, NewestEntry: newest, MemoryRev: memRev, ProfileRev: profRev}
 	if g.Whole() {
 		c.State.GameTime, c.CreatedAt, c.UpdatedAt = gameTime.Time, created.Time, updated.Time
 	}
