@@ -229,9 +229,10 @@ type Engine struct {
 	toolsets sync.Map // npc id → cachedSet
 	settings sync.Map // npc id → *character.Character: settings as last read, no state
 	history  *historyCache
-	lent     lentArrays  // the arrays of prompts given to models that keep none
-	feed     *feedSignal // wakes action feed readers
-	commits  *committer  // groups the commits of concurrent ticks
+	present  *presentCache // the profile lines of those present, by revision
+	lent     lentArrays    // the arrays of prompts given to models that keep none
+	feed     *feedSignal   // wakes action feed readers
+	commits  *committer    // groups the commits of concurrent ticks
 	auto     *autoTicker
 	models   llm.Router
 
@@ -303,7 +304,7 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
-		history: newHistoryCache(cfg.HistoryCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB, lateWriter(deps.Characters)),
+		history: newHistoryCache(cfg.HistoryCacheBytes), present: newPresentCache(), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB, lateWriter(deps.Characters)),
 		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, besideSlots: make(chan struct{}, cfg.BackgroundCompactions),
 		bg: bg, stopBG: stopBG}, nil
 }

@@ -168,19 +168,18 @@ func actorKey(e character.Event) string {
 
 // workingContext builds the transient system message for this turn: profiles
 // of those present and memories recalled for what was perceived, within
-// budget tokens. It returns "" when there is nothing to say.
-func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs []character.Event, live []character.Message, marks *journal.Marks, budget int, counter *llm.Counter) (string, error) {
+// budget tokens. It returns "" when there is nothing to say. profileRev is
+// the NPC's profile revision as the tick's glance read it, nil when it
+// read none (presentLines).
+func (e *Engine) workingContext(ctx context.Context, c *character.Character, evs []character.Event, live []character.Message, marks *journal.Marks, profileRev *int64, budget int, counter *llm.Counter) (string, error) {
 	if budget <= 0 || len(evs) == 0 {
 		return "", nil
 	}
 	var present, recalled []string
 	if names := entitiesIn(evs, c.Name); len(names) > 0 {
-		ps, err := e.deps.Characters.Profiles(ctx, c.ID, names...)
-		if err != nil {
+		var err error
+		if present, err = e.presentLines(ctx, c.ID, names, profileRev); err != nil {
 			return "", err
-		}
-		for _, p := range ps {
-			present = append(present, text.OneLine(llm.Defuse(profileLine(p))))
 		}
 	}
 	if e.cfg.RecallK > 0 {

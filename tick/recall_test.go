@@ -62,7 +62,7 @@ func TestWorkingContextRecallsBeyondTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := []character.Event{{Kind: "say", Actor: "alice", Text: "Where is my amulet? The road was long."}}
-	got, err := env.eng.workingContext(ctx, c, evs, nil, nil, 2000, counter)
+	got, err := env.eng.workingContext(ctx, c, evs, nil, nil, nil, 2000, counter)
 	if err != nil {
 		t.Fatal(err)
 	}

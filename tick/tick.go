@@ -147,8 +147,10 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	ts := &turnState{c: c, tick: c.State.Tick + 1, turn: c.State.Turn, gameTime: c.State.GameTime, events: evs, key: key}
 	// The NPC's marks as the glance read them, nil when it did not.
 	var marks *journal.Marks
+	var profileRev *int64
 	if g.Marked {
 		marks = &journal.Marks{GameTime: c.State.GameTime, HistoryRev: c.State.HistoryRev, MemoryRev: g.MemoryRev, NewestEntry: g.NewestEntry}
+		profileRev = &g.ProfileRev
 	}
 
 	// A returns:true call still unanswered when new events arrive gets a
@@ -202,7 +204,7 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 		if marks != nil && marks.HistoryRev != c.State.HistoryRev {
 			marks = nil
 		}
-		working, err = e.workingContext(ctx, c, evs, ts.live, marks, budget, counter)
+		working, err = e.workingContext(ctx, c, evs, ts.live, marks, profileRev, budget, counter)
 		if err != nil {
 			return nil, err
 		}
