@@ -174,14 +174,14 @@ func Migrations() []store.Migration {
 		// A tick shows the profiles of those present (Profiles); the
 		// revision tells it whether the lines it showed last still hold
 		// (Glance.ProfileRev). Triggers count every change of what a line
-		// shows, whoever writes it: a sighting that only adds a mention or
-		// moves the last sighting within its day changes nothing shown.
+		// shows, whoever writes it (another process sharing the file
+		// included): a sighting that only adds a mention or moves the last
+		// sighting within its day changes nothing shown.
 		Component: "character", Version: 10, Name: "profile revisions",
-		Up: func(tx *gorm.DB) error {
-			return tx.Exec("CREATE TABLE IF NOT EXISTS profile_revs (character_id VARCHAR(64) PRIMARY KEY, rev BIGINT NOT NULL)").Error
-		},
-		SQLite:   execAll(profileRevSQLite),
-		Postgres: execAll(profileRevPostgres),
+		// PostgreSQL keeps no revision: its glance reads none, and a
+		// revision's row, locked by every writer of an NPC's profiles
+		// after the rows they change, could deadlock two of them.
+		SQLite: execAll(profileRevSQLite),
 	}}
 }
 
@@ -212,34 +212,17 @@ func bumpProfileRev(row string) string {
 		"ON CONFLICT (character_id) DO UPDATE SET rev = profile_revs.rev + 1;"
 }
 
-// profileRevSQLite are the triggers of migration character v10 on SQLite.
+// profileRevSQLite are the table and triggers of migration character v10
+// on SQLite. A row is never deleted: the revision of an NPC deleted and
+// created again goes on from where it was.
 var profileRevSQLite = []string{
+	"CREATE TABLE IF NOT EXISTS profile_revs (character_id VARCHAR(64) PRIMARY KEY, rev BIGINT NOT NULL)",
 	"CREATE TRIGGER IF NOT EXISTS profile_rev_profile_insert AFTER INSERT ON profiles BEGIN " + bumpProfileRev("NEW") + " END",
 	"CREATE TRIGGER IF NOT EXISTS profile_rev_profile_delete AFTER DELETE ON profiles BEGIN " + bumpProfileRev("OLD") + " END",
 	"CREATE TRIGGER IF NOT EXISTS profile_rev_profile_update AFTER UPDATE ON profiles WHEN " + profileShown + " BEGIN " + bumpProfileRev("NEW") + " END",
 	"CREATE TRIGGER IF NOT EXISTS profile_rev_fact_insert AFTER INSERT ON facts BEGIN " + bumpProfileRev("NEW") + " END",
 	"CREATE TRIGGER IF NOT EXISTS profile_rev_fact_delete AFTER DELETE ON facts BEGIN " + bumpProfileRev("OLD") + " END",
 	"CREATE TRIGGER IF NOT EXISTS profile_rev_fact_update AFTER UPDATE ON facts BEGIN " + bumpProfileRev("NEW") + " END",
-}
-
-// profileRevPostgres are the function and triggers of migration character
-// v10 on PostgreSQL (profileShown's condition, days in UTC).
-var profileRevPostgres = []string{
-	`CREATE OR REPLACE FUNCTION npcd_bump_profile_rev() RETURNS trigger AS $$
-	DECLARE npc VARCHAR(64);
-	BEGIN
-		IF TG_OP = 'DELETE' THEN npc := OLD.character_id; ELSE npc := NEW.character_id; END IF;
-		INSERT INTO profile_revs (character_id, rev) VALUES (npc, 1)
-			ON CONFLICT (character_id) DO UPDATE SET rev = profile_revs.rev + 1;
-		RETURN NULL;
-	END $$ LANGUAGE plpgsql`,
-	`CREATE TRIGGER profile_rev_profile_change AFTER INSERT OR DELETE ON profiles FOR EACH ROW EXECUTE FUNCTION npcd_bump_profile_rev()`,
-	`CREATE TRIGGER profile_rev_profile_update AFTER UPDATE ON profiles FOR EACH ROW WHEN (
-		OLD.entity IS DISTINCT FROM NEW.entity OR OLD.name IS DISTINCT FROM NEW.name OR OLD.kind IS DISTINCT FROM NEW.kind
-		OR OLD.description IS DISTINCT FROM NEW.description OR OLD.relationship IS DISTINCT FROM NEW.relationship
-		OR (OLD.last_seen AT TIME ZONE 'UTC')::date IS DISTINCT FROM (NEW.last_seen AT TIME ZONE 'UTC')::date)
-		EXECUTE FUNCTION npcd_bump_profile_rev()`,
-	`CREATE TRIGGER profile_rev_fact_change AFTER INSERT OR UPDATE OR DELETE ON facts FOR EACH ROW EXECUTE FUNCTION npcd_bump_profile_rev()`,
 }
 
 // leanIndexes are the statements of migration character v8 (the same on
