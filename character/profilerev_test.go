@@ -23,9 +23,9 @@ func profileRev(t *testing.T, s *character.Store, id string) int64 {
 // revision, through every write path: a first sighting, a sighting on a
 // new day, a new display name, a new description or feeling, a fact added
 // or superseded (with a new one, or alone), a profile deleted with its
-// NPC. A sighting later the same
-// day, an update that changes nothing and the changes of another NPC's
-// profiles do not. The glance reads the revision. PostgreSQL keeps none.
+// NPC. A sighting later the same day, an update that changes nothing and
+// the changes of another NPC's profiles do not. The glance reads the
+// revision. PostgreSQL keeps none.
 func TestProfileRevCountsWhatTicksShow(t *testing.T) {
 	ctx := context.Background()
 	db := wholeDB(t)
