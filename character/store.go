@@ -151,14 +151,7 @@ func Migrations() []store.Migration {
 		// hold only the rows looked up. (The events' index on their game id
 		// stays whole: it is the one that finds an NPC's events.)
 		Component: "character", Version: 8, Name: "partial indexes of messages, events and outcomes",
-		Up: func(tx *gorm.DB) error {
-			for _, stmt := range leanIndexes {
-				if err := tx.Exec(stmt).Error; err != nil {
-					return err
-				}
-			}
-			return nil
-		},
+		Up: func(tx *gorm.DB) error { return store.Exec(tx, leanIndexes...) },
 	}, {
 		// The index of the masking query (idx_messages_char_mask: NPC,
 		// state, role, masked, turn) took an entry of every message
@@ -181,20 +174,8 @@ func Migrations() []store.Migration {
 		// PostgreSQL keeps no revision: its glance reads none, and a
 		// revision's row, locked by every writer of an NPC's profiles
 		// after the rows they change, could deadlock two of them.
-		SQLite: execAll(profileRevSQLite),
+		SQLite: func(tx *gorm.DB) error { return store.Exec(tx, profileRevSQLite...) },
 	}}
-}
-
-// execAll returns a migration step that runs stmts in order.
-func execAll(stmts []string) func(tx *gorm.DB) error {
-	return func(tx *gorm.DB) error {
-		for _, q := range stmts {
-			if err := tx.Exec(q).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 }
 
 // profileShown is the condition, on SQLite, under which an update of a

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
+	"github.com/npcd/npcd/store"
 )
 
 // Migrations 3 (SQLite) and 4 (PostgreSQL) made full-text indexes for
@@ -97,10 +98,8 @@ func ftsUp(tx *gorm.DB) error {
 				INSERT INTO %[1]s (rowid, %[3]s) VALUES (%[5]s); END`, t.name, t.content, cols, oldVals, newVals),
 			fmt.Sprintf(`INSERT INTO %[1]s (%[1]s) VALUES ('rebuild')`, t.name),
 		}
-		for _, s := range stmts {
-			if err := tx.Exec(s).Error; err != nil {
-				return fmt.Errorf("full-text index %s: %w", t.name, err)
-			}
+		if err := store.Exec(tx, stmts...); err != nil {
+			return fmt.Errorf("full-text index %s: %w", t.name, err)
 		}
 	}
 	return nil
@@ -144,10 +143,8 @@ func tsUp(tx *gorm.DB) error {
 	for _, t := range tables {
 		stmts = append(stmts, fmt.Sprintf(`CREATE INDEX %s_tsv ON %s USING gin (%s)`, t.content, t.content, t.tsv))
 	}
-	for _, s := range stmts {
-		if err := tx.Exec(s).Error; err != nil {
-			return fmt.Errorf("full-text search: %w", err)
-		}
+	if err := store.Exec(tx, stmts...); err != nil {
+		return fmt.Errorf("full-text search: %w", err)
 	}
 	return nil
 }
@@ -188,10 +185,8 @@ func tsDown(tx *gorm.DB) error {
 		stmts = append(stmts, `DROP INDEX IF EXISTS `+quoteIdent(t.content+"_tsv"))
 	}
 	stmts = append(stmts, `DROP TEXT SEARCH CONFIGURATION IF EXISTS npcd_search`)
-	for _, s := range stmts {
-		if err := tx.Exec(s).Error; err != nil {
-			return fmt.Errorf("drop full-text search: %w", err)
-		}
+	if err := store.Exec(tx, stmts...); err != nil {
+		return fmt.Errorf("drop full-text search: %w", err)
 	}
 	return nil
 }

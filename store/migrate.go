@@ -43,6 +43,17 @@ func (m Migration) up(tx *gorm.DB) error {
 	return nil
 }
 
+// Exec runs stmts in tx, in order, and returns the first error: a
+// migration step made of plain statements.
+func Exec(tx *gorm.DB, stmts ...string) error {
+	for _, q := range stmts {
+		if err := tx.Exec(q).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // schemaMigration records an applied step.
 type schemaMigration struct {
 	Component string `gorm:"primaryKey;size:32"`

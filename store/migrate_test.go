@@ -225,3 +225,26 @@ func TestMigrateRunsTheDialectsOwnPart(t *testing.T) {
 		t.Errorf("Versions = %v, want d at 2", got)
 	}
 }
+
+// Exec runs its statements in order and stops at the first that fails:
+// those after it never run.
+func TestExecRunsInOrderUpToAFailure(t *testing.T) {
+	db := dbtest.Open(t)
+	if err := store.Exec(db, "CREATE TABLE exec_a (n INTEGER)", "INSERT INTO exec_a (n) VALUES (1)", "INSERT INTO exec_a (n) VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+	err := store.Exec(db, "INSERT INTO exec_a (n) VALUES (3)", "INSERT INTO exec_missing (n) VALUES (4)", "CREATE TABLE exec_b (n INTEGER)")
+	if err == nil {
+		t.Fatal("a failing statement gave no error")
+	}
+	if tableExists(t, db, "exec_b") {
+		t.Fatal("a statement after the failing one ran")
+	}
+	var ns []int
+	if err := db.Raw("SELECT n FROM exec_a ORDER BY n").Scan(&ns).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(ns, []int{1, 2, 3}) {
+		t.Fatalf("rows %v, want 1, 2, 3 (the statements before the failure)", ns)
+	}
+}
