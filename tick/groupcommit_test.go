@@ -17,17 +17,17 @@ import (
 	"github.com/npcd/npcd/llm"
 )
 
-// holdCommitter makes c busy, as if a leader were committing, until
+// holdCommitter makes c busy, as if its writer were committing, until
 // release is called, so that commits arriving meanwhile queue and are then
 // committed together. waitQueued returns once n commits are queued.
 func holdCommitter(t *testing.T, c *committer) (waitQueued func(n int), release func()) {
 	t.Helper()
 	c.mu.Lock()
-	if c.leading {
+	if c.writing {
 		c.mu.Unlock()
 		t.Fatal("the committer is busy already")
 	}
-	c.leading = true
+	c.writing = true
 	c.mu.Unlock()
 	waitQueued = func(n int) {
 		for {
@@ -41,7 +41,9 @@ func holdCommitter(t *testing.T, c *committer) (waitQueued func(n int), release 
 		}
 	}
 	var once sync.Once
-	release = func() { once.Do(c.handOff) }
+	// The writer, started as a commit finding the committer idle would
+	// start it, commits what queued meanwhile.
+	release = func() { once.Do(func() { go c.write() }) }
 	t.Cleanup(release)
 	return waitQueued, release
 }
@@ -149,6 +151,64 @@ func TestCommitterGivesEachMemberItsOwnOutcome(t *testing.T) {
 	// The committer is idle again: a lone commit goes through at once.
 	if err := c.commit(context.Background(), insert("after")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCommitterSurvivesAPanicOfItsOwn makes the committer's own code
+// panic while it writes a group (its late writer), not a member's commit
+// function: every member gets an error instead of waiting for ever, none of
+// their rows is stored, and the committer goes on committing.
+func TestCommitterSurvivesAPanicOfItsOwn(t *testing.T) {
+	db := dbtest.SQLiteAt(t, filepath.Join(t.TempDir(), "gc.db"))
+	if err := db.Exec("CREATE TABLE gc_rows (name TEXT NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	var armed sync.Mutex
+	panics := true
+	c := newCommitter(db, func(ctx context.Context, tx *gorm.DB, late *lateRows) error {
+		armed.Lock()
+		defer armed.Unlock()
+		if panics {
+			panic("late writer bug")
+		}
+		return nil
+	})
+	insert := func(name string) commitFunc {
+		return func(ctx context.Context, tx *gorm.DB, late *lateRows) error {
+			late.ticks = append(late.ticks, &character.TickRecord{}) // the late writer runs
+			return tx.WithContext(ctx).Exec("INSERT INTO gc_rows (name) VALUES (?)", name).Error
+		}
+	}
+	waitQueued, release := holdCommitter(t, c)
+	const n = 3
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- c.commit(context.Background(), insert(fmt.Sprint("doomed", i))) }()
+	}
+	waitQueued(n)
+	release()
+	for range n {
+		select {
+		case err := <-errs:
+			if err == nil || !strings.Contains(err.Error(), "late writer bug") {
+				t.Errorf("err %v, want the committer's panic as an error", err)
+			}
+		case <-time.After(30 * time.Second): // a hang, not a timing
+			t.Fatal("a member of the group that panicked was never answered")
+		}
+	}
+	armed.Lock()
+	panics = false
+	armed.Unlock()
+	if err := c.commit(context.Background(), insert("after")); err != nil {
+		t.Fatalf("commit after the panic: %v", err)
+	}
+	var stored []string
+	if err := db.Raw("SELECT name FROM gc_rows ORDER BY name").Scan(&stored).Error; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(stored, ",") != "after" {
+		t.Errorf("stored %v, want only the commit after the panic", stored)
 	}
 }
 
