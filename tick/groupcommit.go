@@ -174,9 +174,8 @@ func answer(j *commitJob, err error) {
 	j.wake <- struct{}{}
 }
 
-// run commits group, answering every member; it returns how many were
-// committed.
-func (c *committer) run(group []*commitJob) int {
+// run commits group, answering every member.
+func (c *committer) run(group []*commitJob) {
 	live := make([]*commitJob, 0, len(group))
 	for _, j := range group {
 		if err := j.ctx.Err(); err != nil {
@@ -185,7 +184,6 @@ func (c *committer) run(group []*commitJob) int {
 		}
 		live = append(live, j)
 	}
-	n := 0
 	// Members whose writes failed after others' in the same transaction
 	// are tried again alone, so the error each gets is its own.
 	var alone []*commitJob
@@ -197,7 +195,6 @@ func (c *committer) run(group []*commitJob) int {
 			for _, j := range live {
 				answer(j, nil)
 			}
-			n += len(live)
 			live = nil
 		case bad == 0:
 			answer(live[0], err)
@@ -217,11 +214,9 @@ func (c *committer) run(group []*commitJob) int {
 		_, err := c.tx([]*commitJob{j})
 		if err == nil {
 			c.committed(1)
-			n++
 		}
 		answer(j, err)
 	}
-	return n
 }
 
 // committed records a transaction that committed n members.
