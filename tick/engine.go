@@ -63,6 +63,13 @@ type Config struct {
 	// DefaultHistoryCacheBytes. Least recently ticked NPCs are read from
 	// the database again when it is exceeded.
 	HistoryCacheBytes int64
+	// ProfileCacheBytes bounds the profile lines kept in memory (their
+	// strings and what each entry costs beside them), so a tick need not
+	// read the profiles of those present while they have not changed;
+	// default DefaultProfileCacheBytes. Lines not seen again are dropped
+	// first when it is exceeded. Only SQLite keeps the profile revisions
+	// the lines are checked against; on PostgreSQL it holds nothing.
+	ProfileCacheBytes int64
 	// BackgroundCompaction compacts an NPC's context beside its ticks once
 	// a tick leaves it past the sleep threshold and close to the emergency
 	// threshold, so that the next tick need not compact before it calls
@@ -122,6 +129,9 @@ func (c *Config) applyDefaults() {
 	if c.HistoryCacheBytes == 0 {
 		c.HistoryCacheBytes = DefaultHistoryCacheBytes
 	}
+	if c.ProfileCacheBytes == 0 {
+		c.ProfileCacheBytes = DefaultProfileCacheBytes
+	}
 	if c.BackgroundCompactions == 0 {
 		c.BackgroundCompactions = max(1, runtime.GOMAXPROCS(0)/2)
 	}
@@ -157,6 +167,8 @@ func (c *Config) Validate() error {
 		return errors.New("tick: MaxEventLead must be at least 1h")
 	case c.HistoryCacheBytes < 0:
 		return errors.New("tick: HistoryCacheBytes must not be negative")
+	case c.ProfileCacheBytes < 0:
+		return errors.New("tick: ProfileCacheBytes must not be negative")
 	}
 	return nil
 }
@@ -304,7 +316,7 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
-		history: newHistoryCache(cfg.HistoryCacheBytes), present: newPresentCache(), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB, lateWriter(deps.Characters)),
+		history: newHistoryCache(cfg.HistoryCacheBytes), present: newPresentCache(cfg.ProfileCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB, lateWriter(deps.Characters)),
 		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, besideSlots: make(chan struct{}, cfg.BackgroundCompactions),
 		bg: bg, stopBG: stopBG}, nil
 }

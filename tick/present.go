@@ -35,17 +35,29 @@ type presentLine struct {
 	line string // "" for no profile
 }
 
-// presentBound is how many lines a generation of the cache holds, and
-// presentMaxLine the longest line it keeps (a profile of many facts is
-// read each time): at most some 16 MiB in all, typically a few hundred
-// bytes a line.
+// DefaultProfileCacheBytes is Config.ProfileCacheBytes's default.
+const DefaultProfileCacheBytes = 16 << 20
+
+// presentMaxLine is the longest line the cache keeps: a profile of many
+// facts is read each time. presentEntryBytes is what an entry costs
+// beside its strings' bytes (the map's slot, the strings' headers, the
+// revision), counted against the cache's bound.
 const (
-	presentBound   = 4096
-	presentMaxLine = 2048
+	presentMaxLine    = 2048
+	presentEntryBytes = 96
 )
 
-func newPresentCache() *presentCache {
-	return &presentCache{c: gencache.New[presentKey, presentLine](presentBound)}
+// newPresentCache returns a cache of lines of at most bytes in all: two
+// generations of half each (gencache), an entry's size its strings' bytes
+// and presentEntryBytes.
+func newPresentCache(bytes int64) *presentCache {
+	half := int(min(bytes/2, 1<<40))
+	return &presentCache{c: gencache.NewSized[presentKey, presentLine](half, min(half/512, 4096))}
+}
+
+// presentSize is what an entry of NPC id's line under key costs the cache.
+func presentSize(id, key, line string) int {
+	return len(id) + len(key) + len(line) + presentEntryBytes
 }
 
 // presentKeys returns the profile keys of names, each once, in the order
@@ -71,7 +83,7 @@ func (p *presentCache) lines(id string, keys []string, rev int64) ([]string, boo
 			return nil, false
 		}
 		if !fresh {
-			p.c.Put(presentKey{id, k}, v)
+			p.c.PutSized(presentKey{id, k}, v, presentSize(id, k, v.line))
 		}
 		if v.line != "" {
 			out = append(out, v.line)
@@ -91,7 +103,7 @@ func (p *presentCache) keep(id string, keys []string, lines map[string]string, r
 		if len(l) > presentMaxLine {
 			continue
 		}
-		p.c.Put(presentKey{id, k}, presentLine{rev: rev, line: l})
+		p.c.PutSized(presentKey{id, k}, presentLine{rev: rev, line: l}, presentSize(id, k, l))
 	}
 }
 

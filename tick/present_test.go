@@ -2,6 +2,7 @@ package tick
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -177,5 +178,61 @@ func TestPresentLinesKeptUntilTheyChange(t *testing.T) {
 	}
 	if pc.shown < 20 {
 		t.Fatalf("%d ticks showed present lines, want every one but the first", pc.shown)
+	}
+}
+
+// The kept profile lines stay within the cache's bound in bytes
+// (Config.ProfileCacheBytes): however many NPCs' lines pass through, the
+// two generations hold at most the bound, counting each line's strings
+// and what an entry costs beside them, and lines seen again and again stay.
+func TestPresentCacheStaysWithinItsBytes(t *testing.T) {
+	const bound = 64 << 10
+	p := newPresentCache(bound)
+	line := strings.Repeat("a tall smith who owes Brom 3 silver; ", 8) // 296 bytes
+	size := presentSize("npc-0000", "alice", line)
+	for i := range 2000 {
+		id := fmt.Sprintf("npc-%04d", i)
+		p.keep(id, []string{"alice"}, map[string]string{"alice": line}, 1)
+		if i%10 == 0 {
+			if got, ok := p.lines("npc-0000", []string{"alice"}, 1); !ok || len(got) != 1 {
+				t.Fatalf("after %d NPCs the line seen every tenth is gone", i+1)
+			}
+		}
+		newer, older := p.c.Len()
+		if held := (newer + older) * size; held > bound {
+			t.Fatalf("after %d NPCs the cache holds %d entries of %d bytes, %d in all, over its bound of %d", i+1, newer+older, size, held, bound)
+		}
+	}
+	if _, ok := p.lines("npc-0001", []string{"alice"}, 1); ok {
+		t.Fatal("a line kept once, 2,000 NPCs ago, is still held")
+	}
+	// A line over presentMaxLine is never kept: it is read each time.
+	p.keep("npc-long", []string{"bob"}, map[string]string{"bob": strings.Repeat("x", presentMaxLine+1)}, 1)
+	if _, ok := p.lines("npc-long", []string{"bob"}, 1); ok {
+		t.Fatal("a line over presentMaxLine was kept")
+	}
+}
+
+// The engine's cache has the bound its config gives (default
+// DefaultProfileCacheBytes), half of it a generation, and a negative one is
+// refused.
+func TestProfileCacheBytesSetting(t *testing.T) {
+	env := openEnv(t, filepath.Join(t.TempDir(), "npcd.db"), nil)
+	if got := env.eng.present.c.Bound(); got != DefaultProfileCacheBytes/2 {
+		t.Fatalf("default engine: generations of %d bytes, want %d", got, DefaultProfileCacheBytes/2)
+	}
+	eng, err := New(env.eng.deps, Config{ProfileCacheBytes: 3 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(context.Background())
+	if got := eng.present.c.Bound(); got != 3<<19 {
+		t.Fatalf("ProfileCacheBytes 3 MiB: generations of %d bytes, want %d", got, 3<<19)
+	}
+	var c Config
+	c.applyDefaults()
+	c.ProfileCacheBytes = -1
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "ProfileCacheBytes") {
+		t.Fatalf("ProfileCacheBytes -1: %v, want an error naming it", err)
 	}
 }

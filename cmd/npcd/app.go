@@ -190,6 +190,7 @@ func (a *app) wire(ctx context.Context, opt appOptions) error {
 	}
 	tcfg := tick.Config{DefaultModel: cfg.Model, MaxConcurrentCalls: cfg.MaxConcurrentCalls, TickTimeout: cfg.TickTimeout,
 		BackgroundCompaction: cfg.BackgroundCompaction, HistoryCacheBytes: int64(cfg.HistoryCacheMB) << 20,
+		ProfileCacheBytes:     int64(cfg.ProfileCacheMB) << 20,
 		BackgroundCompactions: cfg.BackgroundCompactions}
 	if tcfg.BackgroundCompactions == 0 && cfg.LLMBaseURL != "" {
 		// Summaries of an endpoint wait on the network, not on a core.

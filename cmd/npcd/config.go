@@ -70,6 +70,10 @@ type Config struct {
 	// HistoryCacheMB bounds the live histories the tick keeps in memory
 	// between an NPC's ticks, in MiB (NPCD_HISTORY_CACHE_MB); default 256.
 	HistoryCacheMB int
+	// ProfileCacheMB bounds the profile lines the tick keeps in memory,
+	// shown again while the profiles they show have not changed, in MiB
+	// (NPCD_PROFILE_CACHE_MB); default 16.
+	ProfileCacheMB int
 	// WALCheckpoint is how often the daemon checkpoints and truncates
 	// SQLite's write-ahead log (NPCD_WAL_CHECKPOINT); default 1m.
 	WALCheckpoint time.Duration
@@ -107,7 +111,7 @@ func defaultConfig() Config {
 		Addr: "127.0.0.1:8740", DB: "./npcd.db", DBDriver: store.DriverSQLite,
 		LLMTimeout: 60 * time.Second, MaxConcurrentCalls: 8, TickTimeout: 2 * time.Minute,
 		MaxBodyBytes: 1 << 20, SleepCron: "0 3 * * *", SleepTimezone: "UTC", ShutdownTimeout: 30 * time.Second,
-		LogLevel: "info", LogFormat: "json", IndexCacheMB: 128, HistoryCacheMB: 256, WALCheckpoint: time.Minute, OutcomeRetention: DefaultOutcomeRetention,
+		LogLevel: "info", LogFormat: "json", IndexCacheMB: 128, HistoryCacheMB: 256, ProfileCacheMB: 16, WALCheckpoint: time.Minute, OutcomeRetention: DefaultOutcomeRetention,
 		LeaseTTL: lease.DefaultTTL, LeaseWait: lease.DefaultWait, BackgroundCompaction: true,
 	}
 }
@@ -146,6 +150,7 @@ var envVars = []envVar{
 		func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }, "an integer")},
 	{"NPCD_INDEX_CACHE_MB", "", "memory the search index cache may hold, in MiB", setInt(func(c *Config) *int { return &c.IndexCacheMB })},
 	{"NPCD_HISTORY_CACHE_MB", "", "memory the live histories kept between an NPC's ticks may hold, in MiB", setInt(func(c *Config) *int { return &c.HistoryCacheMB })},
+	{"NPCD_PROFILE_CACHE_MB", "", "memory the profile lines a tick shows of those present may hold between ticks, in MiB", setInt(func(c *Config) *int { return &c.ProfileCacheMB })},
 	{"NPCD_BACKGROUND_COMPACTION", "", "0: a compaction a tick needs runs inside it; 1 (default): it runs beside the ticks once one leaves the context close to the emergency threshold",
 		setBool(func(c *Config) *bool { return &c.BackgroundCompaction })},
 	{"NPCD_BACKGROUND_COMPACTIONS", "", "background compactions under way at once (default: half the cores with the builtin model only, NPCD_MAX_CONCURRENT_CALLS with an endpoint)",
@@ -254,6 +259,8 @@ func (c *Config) Validate() error {
 		return errors.New("index-cache-mb (NPCD_INDEX_CACHE_MB): must be between 1 and 1048576")
 	case c.HistoryCacheMB < 1 || c.HistoryCacheMB > 1<<20:
 		return errors.New("history-cache-mb (NPCD_HISTORY_CACHE_MB): must be between 1 and 1048576")
+	case c.ProfileCacheMB < 1 || c.ProfileCacheMB > 1<<20:
+		return errors.New("profile-cache-mb (NPCD_PROFILE_CACHE_MB): must be between 1 and 1048576")
 	case c.WALCheckpoint < time.Second:
 		return errors.New("wal-checkpoint (NPCD_WAL_CHECKPOINT): must be at least 1s")
 	case c.OutcomeRetention != 0 && c.OutcomeRetention < time.Hour:

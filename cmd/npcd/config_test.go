@@ -133,3 +133,27 @@ func envWith(k, v string) func(string) string {
 		return ""
 	}
 }
+
+// The profile-line cache holds 16 MiB by default; NPCD_PROFILE_CACHE_MB
+// sets it, and the engine the daemon wires follows it. A value out of
+// range, or no integer, is refused, naming the variable.
+func TestProfileCacheSetting(t *testing.T) {
+	for v, want := range map[string]int64{"": 16 << 20, "1": 1 << 20, "64": 64 << 20} {
+		cfg, err := configFromEnv(envWith("NPCD_PROFILE_CACHE_MB", v))
+		if err != nil {
+			t.Fatalf("NPCD_PROFILE_CACHE_MB=%q: %v", v, err)
+		}
+		if got := engineConfig(t, cfg).ProfileCacheBytes; got != want {
+			t.Errorf("NPCD_PROFILE_CACHE_MB=%q: the engine holds %d bytes, want %d", v, got, want)
+		}
+	}
+	for _, v := range []string{"0", "-1", "lots", "2000000"} {
+		cfg, err := configFromEnv(envWith("NPCD_PROFILE_CACHE_MB", v))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), "NPCD_PROFILE_CACHE_MB") {
+			t.Errorf("NPCD_PROFILE_CACHE_MB=%s: %v, want an error naming the variable", v, err)
+		}
+	}
+}

@@ -1,17 +1,25 @@
 package gencache
 
-// Cache is a cache of at most two generations of Bound entries. The zero
-// value holds nothing and needs a bound (New). It is not safe for
-// concurrent use: its users lock around it, Get alone allowing readers at
-// once.
+// Cache is a cache of at most two generations, each of bound entries (or
+// of entries whose sizes add up to bound, PutSized). The zero value holds
+// nothing and needs a bound (New). It is not safe for concurrent use: its
+// users lock around it, Get alone allowing readers at once.
 type Cache[K comparable, V any] struct {
 	newer, older map[K]V
 	bound        int
+	size         int // of the newer generation's entries, as put
+	hint         int // entries a new generation's map is made for
 }
 
 // New returns a cache of two generations of bound entries each.
 func New[K comparable, V any](bound int) Cache[K, V] {
-	return Cache[K, V]{bound: bound}
+	return Cache[K, V]{bound: bound, hint: max(bound/8, 1)}
+}
+
+// NewSized returns a cache of two generations of bound units of size each
+// (PutSized), a generation's map made for entries entries at first.
+func NewSized[K comparable, V any](bound, entries int) Cache[K, V] {
+	return Cache[K, V]{bound: bound, hint: max(entries, 1)}
 }
 
 // Get returns the value of k, whether the newer generation holds it
@@ -26,13 +34,27 @@ func (c *Cache[K, V]) Get(k K) (v V, fresh, ok bool) {
 }
 
 // Put adds v as the value of k to the newer generation, starting a new
-// generation first when the newer one is full.
-func (c *Cache[K, V]) Put(k K, v V) {
-	if c.newer == nil || len(c.newer) >= c.bound {
-		c.older, c.newer = c.newer, make(map[K]V, max(c.bound/8, 1))
+// generation first when the newer one is full: PutSized with size 1.
+func (c *Cache[K, V]) Put(k K, v V) { c.PutSized(k, v, 1) }
+
+// PutSized adds v as the value of k, of size units of the bound, to the
+// newer generation, starting a new generation first when it would not fit
+// in the newer one (an entry larger than the bound gets a generation of
+// its own). A key put again counts again: the generation fills sooner,
+// never later.
+func (c *Cache[K, V]) PutSized(k K, v V, size int) {
+	if c.newer == nil || (c.size+size > c.bound && len(c.newer) > 0) {
+		c.older, c.newer, c.size = c.newer, make(map[K]V, c.hint), 0
 	}
 	c.newer[k] = v
+	c.size += size
 }
+
+// Bound returns the bound of a generation.
+func (c *Cache[K, V]) Bound() int { return c.bound }
+
+// Size returns the size of the newer generation's entries, as put.
+func (c *Cache[K, V]) Size() int { return c.size }
 
 // Len returns how many entries each generation holds.
 func (c *Cache[K, V]) Len() (newer, older int) { return len(c.newer), len(c.older) }

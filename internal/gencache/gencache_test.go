@@ -30,3 +30,36 @@ func TestCacheKeepsRecurringEntries(t *testing.T) {
 		t.Fatalf("the last entry put: held %v, fresh %v", ok, fresh)
 	}
 }
+
+// Entries put with a size fill a generation by their sizes: the newer
+// generation never holds more than the bound, a generation ends when the
+// next entry would not fit, and an entry larger than the bound gets a
+// generation of its own.
+func TestPutSizedBoundsAGenerationBySize(t *testing.T) {
+	c := NewSized[int, string](1000, 4)
+	for i := range 300 {
+		size := 10 + (i*37)%290 // 10 to 299
+		c.PutSized(i, "v", size)
+		if s := c.Size(); s > 1000 {
+			t.Fatalf("after entry %d the newer generation holds %d units, over its bound of 1000", i, s)
+		}
+		if newer, _ := c.Len(); newer == 1 && c.Size() != size {
+			t.Fatalf("a new generation of one entry of %d units holds %d", size, c.Size())
+		}
+	}
+	// 300 entries of 154 units on average: many generations went by.
+	if _, _, ok := c.Get(0); ok {
+		t.Fatal("the first entry is still held after many generations")
+	}
+	c.PutSized(-1, "big", 5000)
+	if newer, _ := c.Len(); newer != 1 || c.Size() != 5000 {
+		t.Fatalf("an entry over the bound: newer generation of %d entries and %d units, want itself alone", newer, c.Size())
+	}
+	c.PutSized(-2, "small", 1)
+	if newer, older := c.Len(); newer != 1 || older != 1 {
+		t.Fatalf("after the large entry a small one: %d newer, %d older entries, want 1 and 1", newer, older)
+	}
+	if v, fresh, ok := c.Get(-1); !ok || fresh || v != "big" {
+		t.Fatalf("the large entry: %q fresh %v held %v, want it in the older generation", v, fresh, ok)
+	}
+}
