@@ -5,12 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/store"
@@ -70,7 +71,7 @@ type partSlot struct {
 // again each search: as many exist as searches run at once, whatever the
 // number of NPCs.
 type collectScratch struct {
-	byKey  map[string]partSlot
+	byKey  map[dedupKey]partSlot
 	byRank map[int32]*group
 	loaded map[itemKey]*Result
 	// results holds the rows loaded, which loaded points into (keepResult);
@@ -80,7 +81,7 @@ type collectScratch struct {
 }
 
 var collectScratches = sync.Pool{New: func() any {
-	return &collectScratch{byKey: map[string]partSlot{}, byRank: map[int32]*group{}, loaded: map[itemKey]*Result{}}
+	return &collectScratch{byKey: map[dedupKey]partSlot{}, byRank: map[int32]*group{}, loaded: map[itemKey]*Result{}}
 }}
 
 // getScratch returns empty collect maps from the pool.
@@ -194,7 +195,7 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 				h, ok := byKey[key]
 				// Two memories from one event are two facts: only equal
 				// content merges them.
-				if ok && (key[0] == 'c' || res.Kind != KindMemory || h.g.res.Kind != KindMemory) {
+				if ok && (key.kind == 'c' || res.Kind != KindMemory || h.g.res.Kind != KindMemory) {
 					at = h
 					break
 				}
@@ -306,27 +307,53 @@ func (g *group) render(terms []string, maxBytes int) (string, character.Sources)
 // too little of it to say anything.
 const minPartBytes = 64
 
+// dedupKey names what a result points at (dedupKeys): kind 'c' its
+// content, by its fingerprint, n; 'e' a game event, by a hash of its ref
+// (refSeed: refs are compared as they are, case and all); 'm', 'j' and 'k'
+// a message, journal entry or memory, by its id, n. Two numbers,
+// not a string: the keys of every result a search shows are kept with it
+// (rowCache), and strings of their own were thousands of objects more for
+// the collector to trace (a third of a world's live objects).
+type dedupKey struct {
+	kind byte
+	n    uint64
+}
+
+// dedupKeySize is what a dedupKey takes in a slice.
+const dedupKeySize = int64(unsafe.Sizeof(dedupKey{}))
+
+// refSeed seeds the hashes of event refs in dedupKeys: keys are compared
+// within the process only.
+var refSeed = maphash.MakeSeed()
+
 // dedupKeys names what a result points at: its content, itself, and the
 // one message, entry or game event it was made from, if it cites only one.
 // The content key comes first.
-func dedupKeys(r *Result) []string {
-	keys := []string{"c:" + strconv.FormatUint(fingerprint(r.Content), 16)}
+func dedupKeys(r *Result) []dedupKey {
+	n := 2 // its content and itself
+	for _, cited := range [...]int{len(r.Sources.MessageIDs), len(r.Sources.JournalIDs), len(r.Sources.EventRefs)} {
+		if cited == 1 {
+			n++
+		}
+	}
+	keys := make([]dedupKey, 1, n)
+	keys[0] = dedupKey{kind: 'c', n: fingerprint(r.Content)}
 	switch r.Kind {
 	case KindMessage:
-		keys = append(keys, "m:"+strconv.FormatInt(r.ID, 10))
+		keys = append(keys, dedupKey{kind: 'm', n: uint64(r.ID)})
 	case KindJournal:
-		keys = append(keys, "j:"+strconv.FormatInt(r.ID, 10))
+		keys = append(keys, dedupKey{kind: 'j', n: uint64(r.ID)})
 	default:
-		keys = append(keys, "k:"+strconv.FormatInt(r.ID, 10))
+		keys = append(keys, dedupKey{kind: 'k', n: uint64(r.ID)})
 	}
 	if ids := r.Sources.MessageIDs; len(ids) == 1 {
-		keys = append(keys, "m:"+strconv.FormatInt(ids[0], 10))
+		keys = append(keys, dedupKey{kind: 'm', n: uint64(ids[0])})
 	}
 	if ids := r.Sources.JournalIDs; len(ids) == 1 {
-		keys = append(keys, "j:"+strconv.FormatInt(ids[0], 10))
+		keys = append(keys, dedupKey{kind: 'j', n: uint64(ids[0])})
 	}
 	if refs := r.Sources.EventRefs; len(refs) == 1 {
-		keys = append(keys, "e:"+refs[0])
+		keys = append(keys, dedupKey{kind: 'e', n: maphash.String(refSeed, refs[0])})
 	}
 	return keys
 }

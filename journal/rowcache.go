@@ -53,7 +53,7 @@ type rowCache struct {
 
 type keptResult struct {
 	res  Result
-	keys []string // dedupKeys(&res), once a search has needed them
+	keys []dedupKey // dedupKeys(&res), once a search has needed them
 	size int64
 	used uint64
 }
@@ -74,7 +74,7 @@ func (c *rowCache) get(k itemKey) (Result, bool) {
 
 // dedupKeys returns dedupKeys(res) for res, the result of item k, from
 // the cache when it keeps them.
-func (c *rowCache) dedupKeys(k itemKey, res *Result) []string {
+func (c *rowCache) dedupKeys(k itemKey, res *Result) []dedupKey {
 	if c == nil {
 		return dedupKeys(res)
 	}
@@ -84,10 +84,7 @@ func (c *rowCache) dedupKeys(k itemKey, res *Result) []string {
 	}
 	if e.keys == nil {
 		e.keys = dedupKeys(res)
-		n := int64(24 * len(e.keys))
-		for _, key := range e.keys {
-			n += int64(len(key))
-		}
+		n := 24 + dedupKeySize*int64(cap(e.keys))
 		e.size += n
 		if c.bytes += n; c.bytes > c.bound() {
 			c.shrink(c.bound() * 3 / 4)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -240,8 +241,8 @@ func TestRowCacheStaysWithinItsBounds(t *testing.T) {
 	for id := int64(1); id <= 2000; id++ {
 		res := messageResult(id, text, text, []string{"ev"}, t0)
 		c.put(res)
-		if keys := c.dedupKeys(itemKey{kindMessage, id}, &res); !cmp.Equal(keys, dedupKeys(&res)) {
-			t.Fatalf("kept keys %q, want %q", keys, dedupKeys(&res))
+		if keys := c.dedupKeys(itemKey{kindMessage, id}, &res); !slices.Equal(keys, dedupKeys(&res)) {
+			t.Fatalf("kept keys %v, want %v", keys, dedupKeys(&res))
 		}
 		if id == 200 {
 			c.get(itemKey{kindMessage, 1}) // used again: kept longer than 2 to 200
