@@ -60,6 +60,7 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 	f.IntVar(&tb.Others, "others", 0, "messages of other NPCs (never ticked) in the database before the run, e.g. 1000000")
 	f.DurationVar(&tb.Latency, "latency", 0, "latency of each model call (a fake model in front of the builtin one), e.g. 200ms")
 	f.IntVar(&tb.Workers, "workers", tick.MaxBatchWorkers, "ticks run at once")
+	f.Float64Var(&tb.Rate, "rate", 0, "ticks offered per second, due at even intervals, a tick's overhead counted from when it was due (its wait for a worker or a core included); 0: as fast as the workers go")
 	f.BoolVar(&tb.JSON, "json", false, "print one JSON object per measurement")
 	f.StringVar(&tb.DB, "db", "", "measure on this PostgreSQL database (postgres://…), in a schema of its own dropped after; default a new SQLite file")
 	f.IntVar(&tb.CacheMB, "index-cache-mb", 128, "memory the search index cache may hold, in MiB (the daemon's NPCD_INDEX_CACHE_MB)")

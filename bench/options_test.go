@@ -49,6 +49,8 @@ func TestOptionsCheck(t *testing.T) {
 		{"--others", ticks(func(o *TickOptions) { o.Others = -1 })},
 		{"--latency", ticks(func(o *TickOptions) { o.Latency = -time.Second })},
 		{"--workers", ticks(func(o *TickOptions) { o.Workers = 0 })},
+		{"--rate", ticks(func(o *TickOptions) { o.Rate = -1 })},
+		{"--rate", ticks(func(o *TickOptions) { o.HTTP, o.Rate = true, 100 })},
 		{"--db", ticks(func(o *TickOptions) { o.DB = "./bench.db" })},
 		{"--index-cache-mb", ticks(func(o *TickOptions) { o.CacheMB = 0 })},
 		{"--http", ticks(func(o *TickOptions) { o.HTTP, o.Latency = true, time.Millisecond })},

@@ -36,10 +36,17 @@ type TickOptions struct {
 	Others   int           // messages of other, never-ticked NPCs in the database
 	Latency  time.Duration // the fake model's latency per call
 	Workers  int           // ticks run at once
-	JSON     bool          // one JSON object per measurement
-	HTTP     bool          // through the daemon on a loopback port
-	DB       string        // a PostgreSQL URL to measure on; empty for a new SQLite file
-	CacheMB  int           // bound of the memory search's index cache, MiB (NPCD_INDEX_CACHE_MB)
+	// Rate is the ticks offered per second (in-process): each round's
+	// ticks are due at even intervals from its start, and a tick's
+	// overhead counts from when it was due, so a tick that waited for a
+	// worker, or for a busy machine, counts its wait (Workers bounds the
+	// ticks in flight). 0 ticks as fast as the workers go, which measures
+	// the throughput and the latency of a saturated machine.
+	Rate    float64
+	JSON    bool   // one JSON object per measurement
+	HTTP    bool   // through the daemon on a loopback port
+	DB      string // a PostgreSQL URL to measure on; empty for a new SQLite file
+	CacheMB int    // bound of the memory search's index cache, MiB (NPCD_INDEX_CACHE_MB)
 	// CPUProfile, when set, names a file for a CPU profile of the whole
 	// run, preparation included.
 	CPUProfile string
@@ -60,6 +67,10 @@ func (b TickOptions) Check() error {
 		return fmt.Errorf("--ticks must be at least 1")
 	case b.Workers < 1:
 		return fmt.Errorf("--workers must be at least 1")
+	case b.Rate < 0 || b.Rate > 1e6:
+		return fmt.Errorf("--rate must be between 0 and 1000000 ticks a second")
+	case b.HTTP && b.Rate > 0:
+		return fmt.Errorf("--rate paces the in-process ticks: it takes no --http")
 	case slices.ContainsFunc(b.History, func(h int) bool { return h < 0 }):
 		return fmt.Errorf("--history must not be negative")
 	case b.Sittings < 0 || b.Sittings > 1000:
@@ -105,7 +116,10 @@ type TickMeasure struct {
 	HistoryTokens int     `json:"history_tokens"`
 	OtherMessages int     `json:"other_messages"`
 	LatencyMS     float64 `json:"latency_ms"`
-	TicksPerS     float64 `json:"ticks_per_s"`
+	// RatePerS is the ticks offered per second (--rate); 0 when the
+	// workers ticked as fast as they went.
+	RatePerS  float64 `json:"rate_per_s,omitempty"`
+	TicksPerS float64 `json:"ticks_per_s"`
 	// Overhead is a tick's wall time minus the time spent in model calls
 	// (over HTTP: a request's whole latency per NPC it ticked).
 	P50MS float64 `json:"p50_ms"`
@@ -282,6 +296,9 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		}
 		fmt.Fprintf(out, "tick throughput, builtin model (latency %s), %s, %d ticks each, %d workers, %s tokens of archived history per NPC, %d messages of other NPCs\n",
 			b.Latency, dialect, b.Ticks, b.Workers, joinInts(histories, " or "), b.Others)
+		if b.Rate > 0 {
+			fmt.Fprintf(out, "  %g ticks a second offered: each round's ticks are due at even intervals, and a tick's overhead counts from when it was due\n", b.Rate)
+		}
 		fmt.Fprintf(out, "  %-*s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %8s %9s %10s %8s %9s %5s %6s %6s\n",
 			width, "mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "tick p99", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp", "b-comp", "writer")
 	}
@@ -425,7 +442,7 @@ func benchTickWorlds(ctx context.Context, out, progress io.Writer, h Harness, b 
 		}
 		for range rounds {
 			for i, w := range worlds {
-				if err := w.measureRound(ctx, b.Workers, &accs[i]); err != nil {
+				if err := w.measureRound(ctx, b.Workers, b.Rate, &accs[i]); err != nil {
 					return err
 				}
 			}
@@ -561,7 +578,7 @@ func (w *tickWorld) fill(ctx context.Context, progress io.Writer, b TickOptions,
 		fmt.Fprintln(progress)
 	}
 	for range warmRounds {
-		if _, _, err := w.round(ctx, b.Workers); err != nil {
+		if _, _, err := w.round(ctx, b.Workers, 0); err != nil {
 			return err
 		}
 	}
@@ -589,14 +606,14 @@ type roundTime struct {
 }
 
 // round posts one event to every NPC of w, then ticks them all with
-// workers concurrent workers, and returns the ticks in NPC order and the
-// time the ticking took. The ticks carry the profile label round=N, N as
+// workers concurrent workers (at rate, when not 0: TickOptions.Rate), and
+// returns the ticks in NPC order and the time the ticking took. The ticks carry the profile label round=N, N as
 // --rounds numbers the rounds of one sitting (from 1, the first measured;
 // the warm-up rounds before it are 0 and below), as do the compactions
 // they begin beside them, so that a CPU profile can be cut by round (go
 // tool pprof -tagfocus 'round=^60$': a label that reads as a number is
 // otherwise taken for a range).
-func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, roundTime, error) {
+func (w *tickWorld) round(ctx context.Context, workers int, rate float64) ([]tickOutcome, roundTime, error) {
 	r := w.next
 	w.next++
 	ctx = roundLabels(ctx, r)
@@ -607,6 +624,10 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, roun
 		}
 	}
 	start := time.Now()
+	// due is when tick i is due at rate: it counts from then.
+	due := func(i int) time.Time {
+		return start.Add(time.Duration(float64(i) * float64(time.Second) / rate))
+	}
 	writers0, _ := store.Writers(w.a.Chars.DB())
 	results := make([]tickOutcome, len(w.ids))
 	work := make(chan int)
@@ -620,12 +641,20 @@ func (w *tickWorld) round(ctx context.Context, workers int) ([]tickOutcome, roun
 				var acc atomic.Int64
 				tctx := context.WithValue(ctx, modelTimeKey{}, &acc)
 				t0 := time.Now()
+				if rate > 0 {
+					t0 = due(i)
+				}
 				res, err := w.a.Engine.Tick(tctx, w.ids[i])
 				results[i] = tickOutcome{total: time.Since(t0), model: time.Duration(acc.Load()), res: res, err: err}
 			}
 		}()
 	}
 	for i := range w.ids {
+		if rate > 0 {
+			if d := time.Until(due(i)); d > 0 {
+				time.Sleep(d)
+			}
+		}
 		work <- i
 	}
 	close(work)
@@ -672,12 +701,12 @@ type tickAcc struct {
 }
 
 // measureRound runs one round of w's NPCs and adds it to acc.
-func (w *tickWorld) measureRound(ctx context.Context, workers int, acc *tickAcc) error {
+func (w *tickWorld) measureRound(ctx context.Context, workers int, rate float64, acc *tickAcc) error {
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	cpu0 := cpuTime()
 	builds0, beside0 := w.a.Retriever.CacheStats().Builds, w.beside
-	results, rt, err := w.round(ctx, workers)
+	results, rt, err := w.round(ctx, workers, rate)
 	if err != nil {
 		return err
 	}
@@ -731,7 +760,7 @@ func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return &TickMeasure{
-		Mode: "in-process", NPCs: len(w.ids), Ticks: total, HistoryTokens: w.history, OtherMessages: w.others, LatencyMS: msOf(b.Latency),
+		Mode: "in-process", NPCs: len(w.ids), Ticks: total, HistoryTokens: w.history, OtherMessages: w.others, LatencyMS: msOf(b.Latency), RatePerS: b.Rate,
 		TicksPerS: float64(total) / acc.elapsed.Seconds(),
 		P50MS:     pct(0.50), P95MS: pct(0.95), P99MS: pct(0.99),
 		LatencyP99MS:      msOf(percentile(acc.latency, 0.99)),

@@ -108,6 +108,40 @@ func TestBenchTicksReportsIndexRebuilds(t *testing.T) {
 	}
 }
 
+// benchTicksJSON runs bench ticks with args and --json and returns its one
+// measurement.
+func benchTicksJSON(t *testing.T, args ...string) bench.TickMeasure {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), append(append([]string{"bench", "ticks"}, args...), "--json"), &out, &errb, os.Getenv); err != nil {
+		t.Fatalf("bench ticks %v: %v\n%s", args, err, errb.String())
+	}
+	var m bench.TickMeasure
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatalf("bench ticks %v: not one JSON object: %v\n%s", args, err, out.String())
+	}
+	return m
+}
+
+// --rate paces the ticks: each round's are due at even intervals, so no
+// round is faster than its schedule, and a tick's overhead counts from
+// when it was due, its wait for a worker included. With one worker and
+// every tick due at once, the tenth tick of a round waits for the nine
+// before it: the median is several ticks long, where unpaced it is one.
+func TestBenchTicksRate(t *testing.T) {
+	paced := benchTicksJSON(t, "--npcs", "10", "--ticks", "20", "--rate", "50")
+	// Ten ticks a round, the last due 9/50 s after the first.
+	if limit := 50.0 * 10 / 9; paced.RatePerS != 50 || paced.TicksPerS > limit {
+		t.Errorf("--rate 50: rate_per_s %v, %.1f ticks/s; want 50 and at most %.1f", paced.RatePerS, paced.TicksPerS, limit)
+	}
+	alone := benchTicksJSON(t, "--npcs", "10", "--ticks", "30", "--workers", "1")
+	queued := benchTicksJSON(t, "--npcs", "10", "--ticks", "30", "--workers", "1", "--rate", "1000000")
+	if alone.RatePerS != 0 || queued.P50MS < 2*alone.P50MS {
+		t.Errorf("one worker, every tick due at once: overhead p50 %.3f ms, against %.3f unpaced (rate_per_s %v); want at least twice as long",
+			queued.P50MS, alone.P50MS, alone.RatePerS)
+	}
+}
+
 // bench ticks counts the compactions run beside the ticks, which no tick
 // reports, apart from those inside them, and the whole tick's p99 (model
 // included) is never under npcd's own: one NPC ticked 150 times compacts.
