@@ -53,26 +53,37 @@ func TestBackgroundCompactionSetting(t *testing.T) {
 	}
 }
 
-// The history cache holds 256 MiB by default; NPCD_HISTORY_CACHE_MB sets
-// it, and the engine the daemon wires follows it. A value out of range, or
-// no integer, is refused, naming the variable.
-func TestHistoryCacheSetting(t *testing.T) {
-	for v, want := range map[string]int64{"": 256 << 20, "32": 32 << 20, "1024": 1024 << 20} {
-		cfg, err := configFromEnv(envWith("NPCD_HISTORY_CACHE_MB", v))
-		if err != nil {
-			t.Fatalf("NPCD_HISTORY_CACHE_MB=%q: %v", v, err)
+// The engine's caches follow their settings in MiB: the history cache
+// holds 256 MiB by default (NPCD_HISTORY_CACHE_MB), the profile lines 16
+// MiB (NPCD_PROFILE_CACHE_MB), and the engine the daemon wires follows
+// each. A value out of range, or no integer, is refused, naming the
+// variable.
+func TestCacheSettings(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		bytes func(tick.Config) int64
+		set   map[string]int64
+	}{
+		{"NPCD_HISTORY_CACHE_MB", func(c tick.Config) int64 { return c.HistoryCacheBytes }, map[string]int64{"": 256 << 20, "32": 32 << 20, "1024": 1024 << 20}},
+		{"NPCD_PROFILE_CACHE_MB", func(c tick.Config) int64 { return c.ProfileCacheBytes }, map[string]int64{"": 16 << 20, "1": 1 << 20, "64": 64 << 20}},
+	} {
+		for v, want := range c.set {
+			cfg, err := configFromEnv(envWith(c.name, v))
+			if err != nil {
+				t.Fatalf("%s=%q: %v", c.name, v, err)
+			}
+			if got := c.bytes(engineConfig(t, cfg)); got != want {
+				t.Errorf("%s=%q: the engine holds %d bytes, want %d", c.name, v, got, want)
+			}
 		}
-		if got := engineConfig(t, cfg).HistoryCacheBytes; got != want {
-			t.Errorf("NPCD_HISTORY_CACHE_MB=%q: the engine holds %d bytes, want %d", v, got, want)
-		}
-	}
-	for _, v := range []string{"0", "-5", "many", "2000000"} {
-		cfg, err := configFromEnv(envWith("NPCD_HISTORY_CACHE_MB", v))
-		if err == nil {
-			err = cfg.Validate()
-		}
-		if err == nil || !strings.Contains(err.Error(), "NPCD_HISTORY_CACHE_MB") {
-			t.Errorf("NPCD_HISTORY_CACHE_MB=%s: %v, want an error naming the variable", v, err)
+		for _, v := range []string{"0", "-5", "many", "2000000"} {
+			cfg, err := configFromEnv(envWith(c.name, v))
+			if err == nil {
+				err = cfg.Validate()
+			}
+			if err == nil || !strings.Contains(err.Error(), c.name) {
+				t.Errorf("%s=%s: %v, want an error naming the variable", c.name, v, err)
+			}
 		}
 	}
 }
@@ -131,29 +142,5 @@ func envWith(k, v string) func(string) string {
 			return v
 		}
 		return ""
-	}
-}
-
-// The profile-line cache holds 16 MiB by default; NPCD_PROFILE_CACHE_MB
-// sets it, and the engine the daemon wires follows it. A value out of
-// range, or no integer, is refused, naming the variable.
-func TestProfileCacheSetting(t *testing.T) {
-	for v, want := range map[string]int64{"": 16 << 20, "1": 1 << 20, "64": 64 << 20} {
-		cfg, err := configFromEnv(envWith("NPCD_PROFILE_CACHE_MB", v))
-		if err != nil {
-			t.Fatalf("NPCD_PROFILE_CACHE_MB=%q: %v", v, err)
-		}
-		if got := engineConfig(t, cfg).ProfileCacheBytes; got != want {
-			t.Errorf("NPCD_PROFILE_CACHE_MB=%q: the engine holds %d bytes, want %d", v, got, want)
-		}
-	}
-	for _, v := range []string{"0", "-1", "lots", "2000000"} {
-		cfg, err := configFromEnv(envWith("NPCD_PROFILE_CACHE_MB", v))
-		if err == nil {
-			err = cfg.Validate()
-		}
-		if err == nil || !strings.Contains(err.Error(), "NPCD_PROFILE_CACHE_MB") {
-			t.Errorf("NPCD_PROFILE_CACHE_MB=%s: %v, want an error naming the variable", v, err)
-		}
 	}
 }
