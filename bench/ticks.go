@@ -607,12 +607,13 @@ type roundTime struct {
 
 // round posts one event to every NPC of w, then ticks them all with
 // workers concurrent workers (at rate, when not 0: TickOptions.Rate), and
-// returns the ticks in NPC order and the time the ticking took. The ticks carry the profile label round=N, N as
-// --rounds numbers the rounds of one sitting (from 1, the first measured;
-// the warm-up rounds before it are 0 and below), as do the compactions
-// they begin beside them, so that a CPU profile can be cut by round (go
-// tool pprof -tagfocus 'round=^60$': a label that reads as a number is
-// otherwise taken for a range).
+// returns the ticks in NPC order and the time the ticking took. The ticks
+// carry the profile label round=N, N as --rounds numbers the rounds of
+// one sitting (from 1, the first measured; the warm-up rounds before it
+// are 0 and below), as do the compactions they begin beside them, so
+// that a CPU profile can be cut by round (go tool pprof -tagfocus
+// 'round=^60$': a label that reads as a number is otherwise taken for a
+// range).
 func (w *tickWorld) round(ctx context.Context, workers int, rate float64) ([]tickOutcome, roundTime, error) {
 	r := w.next
 	w.next++
