@@ -22,10 +22,18 @@ import (
 // committed together. waitQueued returns once n commits are queued.
 func holdCommitter(t *testing.T, c *committer) (waitQueued func(n int), release func()) {
 	t.Helper()
-	c.mu.Lock()
-	if c.writing {
+	// The writer of earlier commits (the test's setup) answers their
+	// callers before it finds the queue empty and ends: it may still be
+	// running when they return.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		if !c.writing {
+			break
+		}
 		c.mu.Unlock()
-		t.Fatal("the committer is busy already")
+		if time.Now().After(deadline) {
+			t.Fatal("the committer is still busy 10 s after the setup's commits")
+		}
 	}
 	c.writing = true
 	c.mu.Unlock()
