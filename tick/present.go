@@ -51,7 +51,7 @@ const (
 // generations of half each (gencache), an entry's size its strings' bytes
 // and presentEntryBytes.
 func newPresentCache(bytes int64) *presentCache {
-	half := int(min(bytes/2, 1<<40))
+	half := int(bytes / 2)
 	return &presentCache{c: gencache.NewSized[presentKey, presentLine](half, min(half/512, 4096))}
 }
 

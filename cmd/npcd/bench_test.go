@@ -148,15 +148,7 @@ func TestBenchTicksRate(t *testing.T) {
 func TestBenchTicksCountsCompactionsBesideTheTicks(t *testing.T) {
 	measure := func(flags ...string) bench.TickMeasure {
 		t.Helper()
-		var out, errb bytes.Buffer
-		args := append([]string{"bench", "ticks", "--npcs", "1", "--ticks", "150", "--latency", "1ms", "--json", "--rounds"}, flags...)
-		if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
-			t.Fatalf("bench ticks %v: %v\n%s", flags, err, errb.String())
-		}
-		var m bench.TickMeasure
-		if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &m); err != nil {
-			t.Fatalf("not one JSON object: %v\n%s", err, out.String())
-		}
+		m := benchTicksJSON(t, append([]string{"--npcs", "1", "--ticks", "150", "--latency", "1ms", "--rounds"}, flags...)...)
 		if m.LatencyP99MS < m.P99MS || m.LatencyP99MS < 1 {
 			t.Errorf("%v: whole-tick p99 %.3f ms, under npcd's own p99 %.3f ms or the model's 1 ms", flags, m.LatencyP99MS, m.P99MS)
 		}
