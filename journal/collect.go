@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/store"
@@ -78,6 +77,7 @@ type collectScratch struct {
 	// groups the groups built (newGroup).
 	results []Result
 	groups  []group
+	keys    []dedupKey // a result's dedup keys
 }
 
 var collectScratches = sync.Pool{New: func() any {
@@ -189,7 +189,8 @@ func (s *Store) collect(ctx context.Context, npc string, ranked []candidate, k i
 			if parts {
 				res.Parts = c.parts.asMap()
 			}
-			keys := cache.dedupKeys(itemKey{c.kind, c.id}, res)
+			sc.keys = cache.appendDedupKeys(sc.keys[:0], itemKey{c.kind, c.id}, res)
+			keys := sc.keys
 			at := partSlot{i: -1}
 			for _, key := range keys {
 				h, ok := byKey[key]
@@ -307,7 +308,7 @@ func (g *group) render(terms []string, maxBytes int) (string, character.Sources)
 // too little of it to say anything.
 const minPartBytes = 64
 
-// dedupKey names what a result points at (dedupKeys): kind 'c' its
+// dedupKey names what a result points at (appendDedupKeys): kind 'c' its
 // content, by its fingerprint, n; 'e' a game event, by a 64-bit hash of
 // its ref (refSeed: refs are compared as they are, case and all); 'm',
 // 'j' and 'k' a message, journal entry or memory, by its id, n. A kind
@@ -320,25 +321,15 @@ type dedupKey struct {
 	n    uint64
 }
 
-// dedupKeySize is what a dedupKey takes in a slice.
-const dedupKeySize = int64(unsafe.Sizeof(dedupKey{}))
-
-// refSeed seeds the hashes of event refs in dedupKeys: keys are compared
+// refSeed seeds the hashes of event refs in dedup keys: keys are compared
 // within the process only.
 var refSeed = maphash.MakeSeed()
 
-// dedupKeys names what a result points at: its content, itself, and the
-// one message, entry or game event it was made from, if it cites only one.
-// The content key comes first.
-func dedupKeys(r *Result) []dedupKey {
-	n := 2 // its content and itself
-	for _, cited := range [...]int{len(r.Sources.MessageIDs), len(r.Sources.JournalIDs), len(r.Sources.EventRefs)} {
-		if cited == 1 {
-			n++
-		}
-	}
-	keys := make([]dedupKey, 1, n)
-	keys[0] = dedupKey{kind: 'c', n: fingerprint(r.Content)}
+// appendDedupKeys appends to keys the names of what r points at: its
+// content, itself, and the one message, entry or game event it was made
+// from, if it cites only one. The content key comes first.
+func appendDedupKeys(keys []dedupKey, r *Result) []dedupKey {
+	keys = append(keys, dedupKey{kind: 'c', n: fingerprint(r.Content)})
 	switch r.Kind {
 	case KindMessage:
 		keys = append(keys, dedupKey{kind: 'm', n: uint64(r.ID)})

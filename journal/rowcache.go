@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"math/bits"
 	"sort"
+	"unsafe"
 )
 
 // The results one NPC's index keeps are bounded (rowCache.limit); past
@@ -38,12 +40,18 @@ const keepNewBytes = 64 << 10
 // not read or build them again. Neither kind of row ever changes once
 // written (ids are never reused), so a kept result never goes stale. It
 // belongs to the NPC's index and is guarded by its lock; nil keeps nothing.
+//
+// The results sit side by side in chunks of slots, found through a map of
+// numbers. A world of 1,000 NPCs keeps some hundred thousand of them: as
+// objects of their own, each with its dedup keys, they were a fifth of the
+// objects the collector traced at each collection.
 type rowCache struct {
-	// res holds pointers: a search looks up some thirty kept results, and
-	// a map of the results themselves (some 200 bytes each) made every
-	// lookup copy one out and back.
-	res   map[itemKey]*keptResult
-	bytes int64
+	at map[itemKey]int32 // the slot of each kept result (slot)
+	// chunks hold the slots (chunkLen): a full array is not copied into a
+	// larger one, and the chunks a shrink leaves empty are dropped.
+	chunks [][]keptResult
+	free   []int32 // the slots that hold nothing
+	bytes  int64
 	// limit bounds bytes; 0 stands for minRowBytes.
 	limit int64
 	// seq orders the uses of kept results, for dropping the least recently
@@ -51,11 +59,58 @@ type rowCache struct {
 	seq uint64
 }
 
+// The slots come in chunks of 8, 16 and 32, then 64 each: a small cache
+// leaves few slots empty, a large one makes few objects.
+const (
+	firstChunk   = 8
+	chunkDoubles = 3 // chunks after the first that double in size
+	// doubledSlots is the number of slots of the chunks before the first
+	// of the largest size.
+	doubledSlots = firstChunk * (1<<chunkDoubles - 1)
+	lastChunk    = firstChunk << chunkDoubles
+)
+
+// chunkLen is the number of slots of chunk k.
+func chunkLen(k int) int { return firstChunk << min(k, chunkDoubles) }
+
+// chunkStart is the first slot of chunk k, the number of slots before it.
+func chunkStart(k int) int {
+	if k <= chunkDoubles {
+		return firstChunk * (1<<k - 1)
+	}
+	return doubledSlots + lastChunk*(k-chunkDoubles)
+}
+
+// chunksFor is the number of chunks n results fill.
+func chunksFor(n int) int {
+	if n <= doubledSlots {
+		return bits.Len(uint((n + firstChunk - 1) / firstChunk))
+	}
+	return chunkDoubles + (n-doubledSlots+lastChunk-1)/lastChunk
+}
+
+// slot returns the kept result in slot i.
+func (c *rowCache) slot(i int32) *keptResult {
+	if int(i) < doubledSlots {
+		k := bits.Len(uint(int(i)/firstChunk+1)) - 1
+		return &c.chunks[k][int(i)-chunkStart(k)]
+	}
+	j := int(i) - doubledSlots
+	return &c.chunks[chunkDoubles+j/lastChunk][j%lastChunk]
+}
+
+// maxDedupKeys is the most keys appendDedupKeys gives: the content, the
+// row, and one message, entry and event it cites.
+const maxDedupKeys = 5
+
 type keptResult struct {
-	res  Result
-	keys []dedupKey // dedupKeys(&res), once a search has needed them
-	size int64
-	used uint64
+	res Result
+	// keys are what appendDedupKeys gives for res, nkeys of them once a
+	// search has needed them (0 before).
+	keys  [maxDedupKeys]dedupKey
+	nkeys int8
+	size  int64
+	used  uint64
 }
 
 // get returns the kept result of item k.
@@ -63,34 +118,31 @@ func (c *rowCache) get(k itemKey) (Result, bool) {
 	if c == nil {
 		return Result{}, false
 	}
-	e, ok := c.res[k]
+	i, ok := c.at[k]
 	if !ok {
 		return Result{}, false
 	}
+	e := c.slot(i)
 	c.seq++
 	e.used = c.seq
 	return e.res, true
 }
 
-// dedupKeys returns dedupKeys(res) for res, the result of item k, from
-// the cache when it keeps them.
-func (c *rowCache) dedupKeys(k itemKey, res *Result) []dedupKey {
+// appendDedupKeys appends the dedup keys of res, the result of item k, to
+// dst (appendDedupKeys), from the cache when it keeps them.
+func (c *rowCache) appendDedupKeys(dst []dedupKey, k itemKey, res *Result) []dedupKey {
 	if c == nil {
-		return dedupKeys(res)
+		return appendDedupKeys(dst, res)
 	}
-	e, ok := c.res[k]
+	i, ok := c.at[k]
 	if !ok {
-		return dedupKeys(res)
+		return appendDedupKeys(dst, res)
 	}
-	if e.keys == nil {
-		e.keys = dedupKeys(res)
-		n := 24 + dedupKeySize*int64(cap(e.keys))
-		e.size += n
-		if c.bytes += n; c.bytes > c.bound() {
-			c.shrink(c.bound() * 3 / 4)
-		}
+	e := c.slot(i)
+	if e.nkeys == 0 {
+		e.nkeys = int8(len(appendDedupKeys(e.keys[:0], res)))
 	}
-	return e.keys
+	return append(dst, e.keys[:e.nkeys]...)
 }
 
 // put keeps res, a message's or journal entry's result as load makes it.
@@ -108,16 +160,29 @@ func (c *rowCache) putUsed(res Result, used uint64) {
 	if res.Kind == KindJournal {
 		k.kind = kindJournal
 	}
-	if c.res == nil {
-		c.res = map[itemKey]*keptResult{}
-	}
-	if old, ok := c.res[k]; ok {
-		c.bytes -= old.size
+	if c.at == nil {
+		c.at = map[itemKey]int32{}
 	}
 	size := resultBytes(&res)
-	c.res[k] = &keptResult{res: res, size: size, used: used}
+	i, ok := c.at[k]
+	if ok {
+		c.bytes -= c.slot(i).size
+	} else {
+		if len(c.free) == 0 {
+			// A new chunk, its slots taken lowest first.
+			ch := len(c.chunks)
+			c.chunks = append(c.chunks, make([]keptResult, chunkLen(ch)))
+			for j := chunkStart(ch+1) - 1; j >= chunkStart(ch); j-- {
+				c.free = append(c.free, int32(j))
+			}
+		}
+		i = c.free[len(c.free)-1]
+		c.free = c.free[:len(c.free)-1]
+		c.at[k] = i
+	}
+	*c.slot(i) = keptResult{res: res, size: size, used: used}
 	c.bytes += size
-	if c.bytes > c.bound() {
+	if c.size() > c.bound() {
 		c.shrink(c.bound() * 3 / 4)
 	}
 }
@@ -131,24 +196,59 @@ func (c *rowCache) bound() int64 {
 }
 
 // shrink drops the least recently used results until at most n bytes are
-// kept.
+// kept, the slots included, then moves the results left to the lowest
+// slots and drops the chunks left empty (pack).
 func (c *rowCache) shrink(n int64) {
 	type use struct {
 		k    itemKey
 		used uint64
 	}
-	uses := make([]use, 0, len(c.res))
-	for k, e := range c.res {
-		uses = append(uses, use{k, e.used})
+	uses := make([]use, 0, len(c.at))
+	for k, i := range c.at {
+		uses = append(uses, use{k, c.slot(i).used})
 	}
 	sort.Slice(uses, func(i, j int) bool { return uses[i].used < uses[j].used })
 	for _, u := range uses {
-		if c.bytes <= n {
+		if c.bytes+emptySlots(len(c.at))*slotBytes <= n {
 			break
 		}
-		c.bytes -= c.res[u.k].size
-		delete(c.res, u.k)
+		i := c.at[u.k]
+		c.bytes -= c.slot(i).size
+		*c.slot(i) = keptResult{}
+		c.free = append(c.free, i)
+		delete(c.at, u.k)
 	}
+	c.pack()
+}
+
+// slotBytes is what a slot takes.
+const slotBytes = int64(unsafe.Sizeof(keptResult{}))
+
+// emptySlots is the number of slots packed chunks leave empty beside n
+// results.
+func emptySlots(n int) int64 { return int64(chunkStart(chunksFor(n)) - n) }
+
+// pack moves the kept results to the lowest slots and drops the chunks
+// left empty.
+func (c *rowCache) pack() {
+	keep := chunksFor(len(c.at))
+	limit := int32(chunkStart(keep))
+	low := c.free[:0] // the empty slots below limit
+	for _, i := range c.free {
+		if i < limit {
+			low = append(low, i)
+		}
+	}
+	for k, i := range c.at {
+		if i >= limit {
+			j := low[len(low)-1]
+			low = low[:len(low)-1]
+			*c.slot(j), *c.slot(i) = *c.slot(i), keptResult{}
+			c.at[k] = j
+		}
+	}
+	clear(c.chunks[keep:])
+	c.chunks, c.free = c.chunks[:keep], low
 }
 
 // resultBytes estimates what a kept result holds.
@@ -161,16 +261,16 @@ func resultBytes(r *Result) int64 {
 	return int64(n) + keptBytes
 }
 
-// keptBytes is what a kept result costs beside its text and sources: the
-// keptResult (208 bytes allocated), its entry in rowCache.res and its
-// sources' slices.
-const keptBytes = 256
+// keptBytes is what a kept result costs beside its text and sources: its
+// slot (keptResult), its entry in rowCache.at and its sources' slices.
+const keptBytes = slotBytes + 32
 
+// size is what c holds: its results, and the slots they left empty.
 func (c *rowCache) size() int64 {
 	if c == nil {
 		return 0
 	}
-	return c.bytes
+	return c.bytes + int64(len(c.free))*slotBytes
 }
 
 // keepNewest keeps the results of the newest of n rows as far as they fit

@@ -241,17 +241,17 @@ func TestRowCacheStaysWithinItsBounds(t *testing.T) {
 	for id := int64(1); id <= 2000; id++ {
 		res := messageResult(id, text, text, []string{"ev"}, t0)
 		c.put(res)
-		if keys := c.dedupKeys(itemKey{kindMessage, id}, &res); !slices.Equal(keys, dedupKeys(&res)) {
-			t.Fatalf("kept keys %v, want %v", keys, dedupKeys(&res))
+		if keys := c.appendDedupKeys(nil, itemKey{kindMessage, id}, &res); !slices.Equal(keys, appendDedupKeys(nil, &res)) {
+			t.Fatalf("kept keys %v, want %v", keys, appendDedupKeys(nil, &res))
 		}
 		if id == 200 {
 			c.get(itemKey{kindMessage, 1}) // used again: kept longer than 2 to 200
 		}
-		if _, two := c.res[itemKey{kindMessage, 2}]; id > 2 && !two && !shrunk {
+		if two := c.has(itemKey{kindMessage, 2}); id > 2 && !two && !shrunk {
 			// The first results dropped are the least recently used: 2
 			// went, 1, used at 200, stays.
 			shrunk = true
-			if _, one := c.res[itemKey{kindMessage, 1}]; !one {
+			if one := c.has(itemKey{kindMessage, 1}); !one {
 				t.Fatalf("after %d results the cache dropped 1, used last at 200, with 2", id)
 			}
 		}
@@ -269,11 +269,11 @@ func TestRowCacheStaysWithinItsBounds(t *testing.T) {
 		t.Error("2,000 results never made the cache drop one")
 	}
 	var sum int64
-	for _, k := range c.res {
-		sum += k.size
+	for _, i := range c.at {
+		sum += c.slot(i).size
 	}
-	if sum != c.size() {
-		t.Errorf("the cache counts %d bytes, its results hold %d", c.size(), sum)
+	if sum != c.bytes || c.size() != sum+int64(len(c.free))*slotBytes {
+		t.Errorf("the cache counts %d bytes (%d with its %d empty slots), its results hold %d", c.bytes, c.size(), len(c.free), sum)
 	}
 
 	e := newEnv(t)
@@ -290,8 +290,11 @@ func TestRowCacheStaysWithinItsBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.release(x)
-	if n := x.rows.size(); n == 0 || n > keepNewBytes {
+	if n := x.rows.bytes; n == 0 || n > keepNewBytes {
 		t.Errorf("a refresh of %d rows kept %d bytes of results, want some within %d", len(ids), n, keepNewBytes)
+	}
+	if empty := x.rows.size() - x.rows.bytes; empty > int64(lastChunk)*slotBytes {
+		t.Errorf("a refresh left %d bytes of empty slots, more than a chunk's", empty)
 	}
 	if _, ok := x.rows.get(itemKey{kindMessage, ids[len(ids)-1]}); !ok {
 		t.Error("the refresh did not keep the newest message")
@@ -318,15 +321,15 @@ func TestKeepNewestKeepsTheNewestAsUsedInIDOrder(t *testing.T) {
 		t.Errorf("keepNewest made %d results for a bound of 5, want 6 (the one past the bound tells)", made)
 	}
 	for id := int64(1); id <= 20; id++ {
-		_, kept := c.res[itemKey{kindMessage, id}]
+		kept := c.has(itemKey{kindMessage, id})
 		if want := id > 15; kept != want {
 			t.Errorf("message %d kept: %v, want %v", id, kept, want)
 		}
 	}
 	c.get(itemKey{kindMessage, 16}) // used again: now the last used
-	c.shrink(3 * each)
+	c.shrink(3*each + emptySlots(3)*slotBytes)
 	for id, want := range map[int64]bool{1000: false, 16: true, 17: false, 18: false, 19: true, 20: true} {
-		if _, kept := c.res[itemKey{kindMessage, id}]; kept != want {
+		if kept := c.has(itemKey{kindMessage, id}); kept != want {
 			t.Errorf("after shrinking, message %d kept: %v, want %v (dropped: the least recently used first, the older of the kept first)", id, kept, want)
 		}
 	}
@@ -338,9 +341,85 @@ func TestKeepNewestKeepsTheNewestAsUsedInIDOrder(t *testing.T) {
 		return messageResult(int64(i+1), text, text, nil, t0), nil
 	})
 	for id := int64(1); id <= 10; id++ {
-		if _, kept := bad.res[itemKey{kindMessage, id}]; kept != (id > 7) {
+		if kept := bad.has(itemKey{kindMessage, id}); kept != (id > 7) {
 			t.Errorf("with row 7 unreadable, message %d kept: %v, want %v", id, kept, id > 7)
 		}
+	}
+}
+
+// has reports whether c keeps the result of item k.
+func (c *rowCache) has(k itemKey) bool {
+	_, ok := c.at[k]
+	return ok
+}
+
+// TestRowCacheReusesAndPacksItsSlots checks the slots the kept results sit
+// in: a shrink moves the results left to the lowest slots and drops the
+// chunks left empty, the empty slots are taken before a chunk is added,
+// and every result, and the dedup keys a search asked of it, stay what
+// was put.
+func TestRowCacheReusesAndPacksItsSlots(t *testing.T) {
+	var c rowCache
+	c.limit = 1 << 30
+	result := func(id int64) Result {
+		text := fmt.Sprintf("line %d about the red hilt", id)
+		return messageResult(id, text, text, []string{fmt.Sprint("ev", id)}, t0)
+	}
+	sum := func(ids []int64) (n int64) {
+		for _, id := range ids {
+			n += resultBytes(new(result(id)))
+		}
+		return n
+	}
+	check := func(when string, ids []int64, chunks int) {
+		t.Helper()
+		if len(c.at) != len(ids) || len(c.chunks) != chunks {
+			t.Fatalf("%s: %d results kept in %d chunks, want %d in %d", when, len(c.at), len(c.chunks), len(ids), chunks)
+		}
+		if slots := chunkStart(len(c.chunks)); slots != len(c.at)+len(c.free) {
+			t.Fatalf("%s: %d slots, %d of them kept and %d empty", when, slots, len(c.at), len(c.free))
+		}
+		if c.bytes != sum(ids) || c.size() != c.bytes+int64(len(c.free))*slotBytes {
+			t.Fatalf("%s: the cache counts %d bytes (%d with its empty slots), its results hold %d", when, c.bytes, c.size(), sum(ids))
+		}
+		for _, id := range ids {
+			k := itemKey{kindMessage, id}
+			want := result(id)
+			got, ok := c.get(k)
+			if !ok || got.Content != want.Content || !slices.Equal(got.Sources.EventRefs, want.Sources.EventRefs) {
+				t.Fatalf("%s: message %d kept as %+v (%v), want %+v", when, id, got, ok, want)
+			}
+			if keys := c.appendDedupKeys(nil, k, &got); !slices.Equal(keys, appendDedupKeys(nil, &want)) {
+				t.Fatalf("%s: message %d has keys %v, want %v", when, id, keys, appendDedupKeys(nil, &want))
+			}
+		}
+	}
+	chunks := chunksFor
+	var ids []int64
+	for id := int64(1); id <= 320; id++ {
+		c.put(result(id))
+		ids = append(ids, id)
+	}
+	check("after 320 puts", ids, chunks(320))
+	// Dropping the 100 least recently used packs the rest into the fewest
+	// chunks; the next 100 results take the empty slots first.
+	ids = ids[100:]
+	c.shrink(sum(ids) + emptySlots(len(ids))*slotBytes)
+	check("after dropping 100", ids, chunks(220))
+	for id := int64(321); id <= 420; id++ {
+		c.put(result(id))
+		ids = append(ids, id)
+	}
+	check("after 100 more puts", ids, chunks(320))
+	// A shrink to 50 results keeps the 50 used last, and the slots of the
+	// chunks they fill count.
+	ids = ids[len(ids)-50:]
+	c.shrink(sum(ids) + emptySlots(50)*slotBytes)
+	check("after a shrink to 50", ids, chunks(50))
+	c.shrink(0)
+	check("after a shrink to nothing", nil, 0)
+	if c.size() != 0 {
+		t.Fatalf("an empty cache counts %d bytes", c.size())
 	}
 }
 
