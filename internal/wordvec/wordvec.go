@@ -7,9 +7,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math"
+	"math/bits"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -24,10 +27,20 @@ const magic = "NPCDWV1\n"
 // with the scale that makes it unit length, so the cosine of two words is
 // the scaled dot product of their codes. A Table is read-only and safe for
 // concurrent use.
+//
+// It holds no pointer per word: the words are one string, each found by
+// its end offset, and looked up in an open-addressed table of numbers, so
+// the collector, which traces the heap of a long-running daemon over and
+// over, has a handful of objects to see instead of 80,000 strings.
 type Table struct {
-	dims   int
-	words  []string
-	index  map[string]int32
+	dims int
+	text string   // every word, one after another
+	ends []uint32 // the end of word i in text
+	// slots is the lookup table: each holds 0 (empty) or a word's number
+	// plus 1, at the first free slot from its hash on; len(slots) is a
+	// power of two at least twice the number of words.
+	slots  []int32
+	seed   maphash.Seed
 	weight []float32 // SIF weight of each word, in (0, 1]
 	codes  []int8    // dims codes per word
 	scale  []float32 // what turns a word's codes into its unit vector
@@ -61,17 +74,22 @@ func Decode(b []byte) (*Table, error) {
 	if n <= 0 || d <= 0 {
 		return nil, fmt.Errorf("wordvec: %d words of %d dimensions", n, d)
 	}
-	t := &Table{dims: d, words: make([]string, n), index: make(map[string]int32, n), weight: make([]float32, n), scale: make([]float32, n)}
+	t := &Table{dims: d, ends: make([]uint32, n), weight: make([]float32, n), scale: make([]float32, n), seed: maphash.MakeSeed()}
+	var text strings.Builder
 	for i := 0; i < n; i++ {
 		if len(raw) < 1 || len(raw) < 2+int(raw[0]) {
 			return nil, errors.New("wordvec: truncated vocabulary")
 		}
 		l := int(raw[0])
-		w := string(raw[1 : 1+l])
-		t.words[i] = w
-		t.index[w] = int32(i)
+		text.Write(raw[1 : 1+l])
+		t.ends[i] = uint32(text.Len())
 		t.weight[i] = max(1, float32(raw[1+l])) / 255
 		raw = raw[2+l:]
+	}
+	t.text = text.String()
+	t.slots = make([]int32, 1<<bits.Len(uint(2*n-1)))
+	for i := range int32(n) {
+		t.slots[t.slot(t.Word(i))] = i + 1 // a word repeated: its last
 	}
 	if len(raw) != n*d {
 		return nil, fmt.Errorf("wordvec: %d bytes of codes for %d words of %d dimensions", len(raw), n, d)
@@ -96,16 +114,33 @@ func Decode(b []byte) (*Table, error) {
 func (t *Table) Dims() int { return t.dims }
 
 // Len is the number of words.
-func (t *Table) Len() int { return len(t.words) }
+func (t *Table) Len() int { return len(t.ends) }
 
 // ID returns the number of a lowercase word, and whether the table has it.
 func (t *Table) ID(word string) (int32, bool) {
-	id, ok := t.index[word]
-	return id, ok
+	id := t.slots[t.slot(word)] - 1
+	return max(id, 0), id >= 0
+}
+
+// slot returns the slot of word: the first of its probe sequence that holds
+// it or is empty.
+func (t *Table) slot(word string) uint64 {
+	mask := uint64(len(t.slots) - 1)
+	h := maphash.String(t.seed, word) & mask
+	for t.slots[h] != 0 && t.Word(t.slots[h]-1) != word {
+		h = (h + 1) & mask
+	}
+	return h
 }
 
 // Word returns the word numbered id.
-func (t *Table) Word(id int32) string { return t.words[id] }
+func (t *Table) Word(id int32) string {
+	start := uint32(0)
+	if id > 0 {
+		start = t.ends[id-1]
+	}
+	return t.text[start:t.ends[id]]
+}
 
 // Weight is how much word id counts in a sentence, in (0, 1]: near 0 for
 // the most frequent words, near 1 for rare ones.
@@ -137,8 +172,8 @@ func (t *Table) Cosine(a, b int32) float64 {
 // Similarity is the cosine similarity of two lowercase words; ok is false
 // when the table lacks either.
 func (t *Table) Similarity(a, b string) (sim float64, ok bool) {
-	ia, oka := t.index[a]
-	ib, okb := t.index[b]
+	ia, oka := t.ID(a)
+	ib, okb := t.ID(b)
 	if !oka || !okb {
 		return 0, false
 	}
@@ -155,14 +190,14 @@ type Neighbour struct {
 // excluded), most similar first, ties by word; nil when the table lacks
 // word. It compares word with the whole table, a few milliseconds.
 func (t *Table) Nearest(word string, n int) []Neighbour {
-	id, ok := t.index[word]
+	id, ok := t.ID(word)
 	if !ok || n <= 0 {
 		return nil
 	}
-	out := make([]Neighbour, 0, len(t.words))
-	for j := range t.words {
-		if int32(j) != id {
-			out = append(out, Neighbour{t.words[j], t.Cosine(id, int32(j))})
+	out := make([]Neighbour, 0, t.Len())
+	for j := range int32(t.Len()) {
+		if j != id {
+			out = append(out, Neighbour{t.Word(j), t.Cosine(id, j)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

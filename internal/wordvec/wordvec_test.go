@@ -147,3 +147,50 @@ func TestDecodeRefusesDamagedInput(t *testing.T) {
 		t.Fatalf("%v, %v", tb, err)
 	}
 }
+
+// TestEveryWordIsFoundAtItsNumber checks the lookup table: every word of
+// the embedded table is found at its number, a word repeated at its last,
+// words absent are not found, and decoding makes no object per word (the
+// collector traces what the table holds for the daemon's whole life).
+func TestEveryWordIsFoundAtItsNumber(t *testing.T) {
+	tb := table(t)
+	last := map[string]int32{}
+	for i := range int32(tb.Len()) {
+		last[tb.Word(i)] = i
+	}
+	for i := range int32(tb.Len()) {
+		w := tb.Word(i)
+		if id, ok := tb.ID(w); !ok || id != last[w] {
+			t.Fatalf("word %d %q found at %d (%v), want %d", i, w, id, ok, last[w])
+		}
+	}
+	for _, w := range []string{"qzxvk", "Sword", "swords and", ""} {
+		if _, ok := tb.ID(w); ok && last[w] == 0 {
+			t.Errorf("%q found, not in the table", w)
+		}
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(magic + "\x03\x00\x00\x00\x01\x00\x02ab\xff\x02cd\x80\x02ab\x40\x01\x02\x03"))
+	zw.Close()
+	small, err := Decode(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := small.ID("ab"); !ok || id != 2 || small.Word(0) != "ab" || small.Word(1) != "cd" {
+		t.Fatalf("ab at %d (%v), words %q %q, want ab at 2 (its last), then ab and cd", id, ok, small.Word(0), small.Word(1))
+	}
+	if id, ok := small.ID("cd"); !ok || id != 1 {
+		t.Fatalf("cd at %d (%v), want 1", id, ok)
+	}
+	allocs := testing.AllocsPerRun(1, func() {
+		if _, err := Decode(asset); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Decompressing makes some thousands (flate's tables); a string per
+	// word would make 40,000 more.
+	if allocs > float64(tb.Len()/2) {
+		t.Errorf("decoding %d words made %.0f objects, want fewer than one per two words", tb.Len(), allocs)
+	}
+}
