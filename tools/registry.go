@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -316,15 +317,47 @@ func (s *Set) Validate(name, args string) (map[string]any, error) {
 	if err := t.schema.Validate(doc); err != nil {
 		return nil, &CallError{Tool: name, Err: ErrInvalidArgs, Reason: fmt.Sprintf("error: arguments of %s do not match its schema: %s", name, schemaMessage(err))}
 	}
-	if _, ok := doc.(map[string]any); !ok {
+	obj, ok := doc.(map[string]any)
+	if !ok {
 		return nil, &CallError{Tool: name, Err: ErrInvalidArgs, Reason: fmt.Sprintf("error: arguments of %s must be a JSON object", name)}
 	}
-	// Numbers arrive as json.Number; re-decode for plain Go values.
-	var plain map[string]any
-	if err := json.Unmarshal([]byte(args), &plain); err != nil {
-		return nil, &CallError{Tool: name, Err: ErrInvalidArgs, Reason: fmt.Sprintf("error: arguments of %s are not valid JSON", name)}
+	// Numbers arrive as json.Number; they become float64, as
+	// json.Unmarshal makes them.
+	if !plainNumbers(obj) {
+		return nil, &CallError{Tool: name, Err: ErrInvalidArgs, Reason: fmt.Sprintf("error: arguments of %s hold a number out of range", name)}
 	}
-	return plain, nil
+	return obj, nil
+}
+
+// plainNumbers replaces, in place, every json.Number within v (a map or a
+// slice decoded from JSON) by its float64; false when one does not fit.
+func plainNumbers(v any) bool {
+	conv := func(x any) (any, bool) {
+		switch x := x.(type) {
+		case json.Number:
+			f, err := strconv.ParseFloat(string(x), 64)
+			return f, err == nil
+		case map[string]any, []any:
+			return x, plainNumbers(x)
+		}
+		return x, true
+	}
+	ok := true
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if v[k], ok = conv(x); !ok {
+				return false
+			}
+		}
+	case []any:
+		for i, x := range v {
+			if v[i], ok = conv(x); !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func schemaMessage(err error) string {

@@ -310,3 +310,42 @@ func TestDefinitionsOfferCompactSchemas(t *testing.T) {
 		t.Fatalf("PromptSchema(true) = %s", got)
 	}
 }
+
+// TestValidateGivesPlainValues checks that accepted arguments come back as
+// json.Unmarshal makes them, numbers as float64 however deep, and that a
+// number no float64 holds is refused with the tool named.
+func TestValidateGivesPlainValues(t *testing.T) {
+	trade := character.ToolSpec{Name: "trade", Description: "Offer a trade.", Parameters: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"price": map[string]any{"type": "number"},
+			"lots":  map[string]any{"type": "array"},
+			"terms": map[string]any{"type": "object"},
+		},
+	}}
+	set := compile(t, give(), trade)
+	for _, c := range []struct{ name, args string }{
+		{"give", `{"item":"sword","to":"alice","count":2}`},
+		{"trade", `{"price":12.5,"lots":[1,[2,{"n":3e2}],"x",null,true],"terms":{"days":7,"deep":{"rate":-0.25,"list":[1e-3]}}}`},
+		{"trade", `{}`},
+	} {
+		got, err := set.Validate(c.name, c.args)
+		if err != nil {
+			t.Fatalf("Validate(%s, %s): %v", c.name, c.args, err)
+		}
+		var want map[string]any
+		if err := json.Unmarshal([]byte(c.args), &want); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Validate(%s, %s) differs from json.Unmarshal (-want +got):\n%s", c.name, c.args, diff)
+		}
+	}
+	for _, args := range []string{`{"price":1e400}`, `{"lots":[1,[-2e999]]}`, `{"terms":{"a":{"b":1e309}}}`} {
+		_, err := set.Validate("trade", args)
+		var ce *tools.CallError
+		if !errors.As(err, &ce) || !strings.Contains(ce.Reason, "trade") || !strings.Contains(ce.Reason, "out of range") {
+			t.Errorf("Validate(trade, %s) = %v, want a call error naming trade and the number out of range", args, err)
+		}
+	}
+}
