@@ -907,6 +907,27 @@ func nulls(n int) string {
 	return strings.TrimSuffix(strings.Repeat("NULL,", n), ",")
 }
 
+// glanceScan holds what GlanceEvents scans a glance's rows into, pooled:
+// taken for every tick, the dozen values were as many objects each time.
+type glanceScan struct {
+	note                       sql.NullString
+	pending                    bool
+	gameTime, created, updated sql.NullTime
+	e                          Event
+	newest, memRev, profRev    int64
+	null                       any // the other part's columns, NULL
+	dest                       []any
+}
+
+var glanceScans = sync.Pool{New: func() any { return new(glanceScan) }}
+
+// put empties sc, so that it holds nothing alive, and pools it.
+func (sc *glanceScan) put() {
+	clear(sc.dest[:cap(sc.dest)])
+	*sc = glanceScan{dest: sc.dest[:0]}
+	glanceScans.Put(sc)
+}
+
 // GlanceEvents reads NPC id's Glance and, when an event waits, up to limit
 // of its pending events, oldest first, as PendingEvents reads them; or
 // returns ErrNotFound. A tick that goes on needs both: on SQLite one
@@ -938,21 +959,14 @@ func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	defer rows.Close()
-	var (
-		c                          = &Character{ID: id}
-		note                       sql.NullString
-		pending                    bool
-		gameTime, created, updated sql.NullTime
-		e                          Event
-		newest, memRev, profRev    int64
-		null                       any // the other part's columns, NULL
-	)
-	dest := make([]any, 0, glanceColumns+marksCount+len(eventColumns))
-	dest = append(dest, &c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
+	sc := glanceScans.Get().(*glanceScan)
+	defer sc.put()
+	c := &Character{ID: id}
+	dest := append(sc.dest[:0], &c.State.Tick, &c.State.Turn, &c.State.LiveTokens, &c.State.SummaryTokens, &c.State.LiveMessages,
 		&c.State.ArchivedMessages, &c.State.SystemTokens, &c.State.ToolTokens, &c.State.Compactions, &c.State.Awaiting,
-		&c.State.Resume, &note, &c.ContextWindow, &c.MaxOutputTokens, &c.Compaction.Target, &pending,
-		store.NullTimeText{T: &gameTime}, store.TimePtrText{T: &c.State.LastSleepAt}, &c.State.SleepMark, &c.State.HistoryRev,
-		store.NullTimeText{T: &created}, store.NullTimeText{T: &updated}, &newest, &memRev, &profRev)
+		&c.State.Resume, &sc.note, &c.ContextWindow, &c.MaxOutputTokens, &c.Compaction.Target, &sc.pending,
+		store.NullTimeText{T: &sc.gameTime}, store.TimePtrText{T: &c.State.LastSleepAt}, &c.State.SleepMark, &c.State.HistoryRev,
+		store.NullTimeText{T: &sc.created}, store.NullTimeText{T: &sc.updated}, &sc.newest, &sc.memRev, &sc.profRev)
 	// The glance's row comes first (UNION ALL keeps the order of its
 	// parts; a row in the wrong place fails to scan, its NULLs into
 	// numbers).
@@ -963,31 +977,34 @@ func (s *Store) GlanceEvents(ctx context.Context, id string, limit int) (*Glance
 		return nil, nil, fmt.Errorf("%w: npc %q does not exist", ErrNotFound, id)
 	}
 	for range eventColumns {
-		dest = append(dest, &null)
+		dest = append(dest, &sc.null)
 	}
+	sc.dest = dest
 	if err := rows.Scan(dest...); err != nil {
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
 	dest = dest[:0]
 	for range glanceColumns + marksCount {
-		dest = append(dest, &null)
+		dest = append(dest, &sc.null)
 	}
-	dest = append(dest, eventDest(&e)...)
+	dest = append(dest, eventDest(&sc.e)...)
+	sc.dest = dest
 	var evs []Event
 	for rows.Next() {
-		e = Event{}
+		sc.e = Event{}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 		}
-		evs = append(evs, e)
+		evs = append(evs, sc.e)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("glance at npc %q: %w", id, err)
 	}
-	c.State.CompactionNote = note.String
-	g := &Glance{NPC: c, Pending: pending, Marked: true, NewestEntry: newest, MemoryRev: memRev, ProfileRev: profRev}
+	pending := sc.pending
+	c.State.CompactionNote = sc.note.String
+	g := &Glance{NPC: c, Pending: pending, Marked: true, NewestEntry: sc.newest, MemoryRev: sc.memRev, ProfileRev: sc.profRev}
 	if g.Whole() {
-		c.State.GameTime, c.CreatedAt, c.UpdatedAt = gameTime.Time, created.Time, updated.Time
+		c.State.GameTime, c.CreatedAt, c.UpdatedAt = sc.gameTime.Time, sc.created.Time, sc.updated.Time
 	}
 	if !pending {
 		return g, nil, nil
