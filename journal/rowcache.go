@@ -129,7 +129,8 @@ func (c *rowCache) get(k itemKey) (Result, bool) {
 }
 
 // appendDedupKeys appends the dedup keys of res, the result of item k, to
-// dst (appendDedupKeys), from the cache when it keeps them.
+// dst, as the function appendDedupKeys makes them: kept in k's slot once
+// made, when the cache keeps k.
 func (c *rowCache) appendDedupKeys(dst []dedupKey, k itemKey, res *Result) []dedupKey {
 	if c == nil {
 		return appendDedupKeys(dst, res)

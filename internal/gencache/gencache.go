@@ -53,8 +53,5 @@ func (c *Cache[K, V]) PutSized(k K, v V, size int) {
 // Bound returns the bound of a generation.
 func (c *Cache[K, V]) Bound() int { return c.bound }
 
-// Size returns the size of the newer generation's entries, as put.
-func (c *Cache[K, V]) Size() int { return c.size }
-
 // Len returns how many entries each generation holds.
 func (c *Cache[K, V]) Len() (newer, older int) { return len(c.newer), len(c.older) }

@@ -40,11 +40,11 @@ func TestPutSizedBoundsAGenerationBySize(t *testing.T) {
 	for i := range 300 {
 		size := 10 + (i*37)%290 // 10 to 299
 		c.PutSized(i, "v", size)
-		if s := c.Size(); s > 1000 {
+		if s := c.size; s > 1000 {
 			t.Fatalf("after entry %d the newer generation holds %d units, over its bound of 1000", i, s)
 		}
-		if newer, _ := c.Len(); newer == 1 && c.Size() != size {
-			t.Fatalf("a new generation of one entry of %d units holds %d", size, c.Size())
+		if newer, _ := c.Len(); newer == 1 && c.size != size {
+			t.Fatalf("a new generation of one entry of %d units holds %d", size, c.size)
 		}
 	}
 	// 300 entries of 154 units on average: many generations went by.
@@ -52,8 +52,8 @@ func TestPutSizedBoundsAGenerationBySize(t *testing.T) {
 		t.Fatal("the first entry is still held after many generations")
 	}
 	c.PutSized(-1, "big", 5000)
-	if newer, _ := c.Len(); newer != 1 || c.Size() != 5000 {
-		t.Fatalf("an entry over the bound: newer generation of %d entries and %d units, want itself alone", newer, c.Size())
+	if newer, _ := c.Len(); newer != 1 || c.size != 5000 {
+		t.Fatalf("an entry over the bound: newer generation of %d entries and %d units, want itself alone", newer, c.size)
 	}
 	c.PutSized(-2, "small", 1)
 	if newer, older := c.Len(); newer != 1 || older != 1 {
