@@ -384,13 +384,49 @@ func union[T comparable](a, b []T) []T {
 }
 
 // cleanSources returns s with empty lists instead of nil ones, so results
-// encode as arrays, and without repeats.
+// encode as arrays, and without repeats (see distinct: a list may be s's
+// own).
 func cleanSources(s character.Sources) character.Sources {
 	return character.Sources{
-		JournalIDs: union([]int64{}, s.JournalIDs),
-		MessageIDs: union([]int64{}, s.MessageIDs),
-		EventRefs:  union([]string{}, s.EventRefs),
+		JournalIDs: distinct(s.JournalIDs),
+		MessageIDs: distinct(s.MessageIDs),
+		EventRefs:  distinct(s.EventRefs),
 	}
+}
+
+// distinct returns xs without repeats, in order, never nil. A list without
+// repeats is returned itself, its capacity cut to its length, so that
+// appending to what is returned (union) never writes into xs's array: the
+// results a search keeps share their sources' lists instead of holding
+// copies of them.
+func distinct[T comparable](xs []T) []T {
+	if len(xs) == 0 {
+		return []T{}
+	}
+	if !hasRepeats(xs) {
+		return xs[:len(xs):len(xs)]
+	}
+	return union([]T{}, xs)
+}
+
+// hasRepeats reports whether a value occurs twice in xs.
+func hasRepeats[T comparable](xs []T) bool {
+	if len(xs) <= 16 {
+		for i := 1; i < len(xs); i++ {
+			if slices.Contains(xs[:i], xs[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	seen := make(map[T]bool, len(xs))
+	for _, x := range xs {
+		if seen[x] {
+			return true
+		}
+		seen[x] = true
+	}
+	return false
 }
 
 // load reads the rows of the candidates as results, keyed by kind and id.

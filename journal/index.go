@@ -940,8 +940,9 @@ func (r *Retriever) embedPending(ctx context.Context, x *npcIndex, query string,
 // and the blanks after it). Results carry their game time apart, and every
 // consumer prints it, so a stamp would be paid for twice in a prompt; and to
 // a lexical embedder the digits of a stamp would make every line of one day
-// look alike. It reads content once and copies it only when a stamp is
-// found.
+// look alike. It reads content once, and copies it only when text comes
+// before a stamp: without one, or with stamps only at its head (a perceived
+// line, most often), it is content or the end of it, sharing its bytes.
 func unstamped(content string) string {
 	if !strings.HasPrefix(content, "[") && !strings.Contains(content, "\n[") {
 		return content
@@ -967,8 +968,8 @@ func unstamped(content string) string {
 		}
 		i += k + 1
 	}
-	if copied == 0 {
-		return content
+	if b.Len() == 0 {
+		return content[copied:]
 	}
 	b.WriteString(content[copied:])
 	return b.String()

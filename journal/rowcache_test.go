@@ -447,3 +447,34 @@ func TestUnionKeepsOrderAndDropsRepeats(t *testing.T) {
 		t.Error("union of an empty list and nothing is nil, want empty")
 	}
 }
+
+// distinct returns a list without repeats itself, capped so that appending
+// to it copies it, and a list with repeats (short or long) as a new list
+// without them; never nil.
+func TestDistinctSharesOnlyListsWithoutRepeats(t *testing.T) {
+	if got := distinct[int64](nil); got == nil || len(got) != 0 {
+		t.Errorf("distinct(nil) = %#v, want an empty list", got)
+	}
+	for _, n := range []int{1, 5, 16, 17, 40} {
+		xs := make([]int64, n, n+8)
+		for i := range xs {
+			xs[i] = int64(i * 7)
+		}
+		got := distinct(xs)
+		if &got[0] != &xs[0] || len(got) != n || cap(got) != n {
+			t.Errorf("n=%d: a list without repeats is not returned itself, capped (len %d cap %d)", n, len(got), cap(got))
+		}
+		_ = append(got, -1)
+		if xs[:n+1][n] == -1 {
+			t.Errorf("n=%d: appending to what distinct returned wrote into the list given", n)
+		}
+		rep := append(append([]int64{}, xs...), xs[n/2])
+		got = distinct(rep)
+		if !cmp.Equal(got, xs) {
+			t.Errorf("n=%d: distinct of a list with a repeat = %v, want %v", n, got, xs)
+		}
+		if &got[0] == &rep[0] {
+			t.Errorf("n=%d: a list with repeats is returned itself", n)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // refStampRe is the stamp unstamped removes, as a regular expression: the
@@ -37,6 +38,25 @@ func TestUnstampedMatchesTheRegexp(t *testing.T) {
 		if got, want := unstamped(text), refStampRe.ReplaceAllString(text, ""); got != want {
 			t.Fatalf("unstamped(%q) = %q, want %q", text, got, want)
 		}
+	}
+}
+
+// A text whose stamps all lead it (a perceived line, most often) is
+// returned as its own end, sharing its bytes; one with text before a stamp
+// is copied without it.
+func TestUnstampedSharesALeadingStampsText(t *testing.T) {
+	for _, text := range []string{"[2026-11-21 10:02] alice says: hi", "[2026-11-21 10:02]\n[2026-11-21 10:03]  bob waves", "no stamp at all"} {
+		got := unstamped(text)
+		if len(got) == 0 || unsafe.StringData(got) != unsafe.StringData(text[len(text)-len(got):]) {
+			t.Errorf("unstamped(%q) = %q, a copy instead of the text's end", text, got)
+		}
+		if n := testing.AllocsPerRun(10, func() { unstamped(text) }); n != 0 {
+			t.Errorf("unstamped(%q) allocates %v times", text, n)
+		}
+	}
+	text := "alice says: hi\n[2026-11-21 10:02] bob waves"
+	if got := unstamped(text); got != "alice says: hi\nbob waves" {
+		t.Errorf("unstamped(%q) = %q", text, got)
 	}
 }
 
