@@ -138,12 +138,22 @@ type postMark struct{ off, next int32 }
 // posting and reads fewer than postSkip postings before it.
 const postSkip = 64
 
-// from returns a cursor at posting i of list l in x: through the list's
-// marks, reading at most postSkip-1 postings to get there.
-func (x *npcIndex) from(l *postList, i int) postCursor {
-	c := l.cursor()
+// list returns the list of key k in x, nil when no item holds k. It stays
+// valid until a new key is indexed (addPostings).
+func (x *npcIndex) list(k string) *postList {
+	n, ok := x.post[k]
+	if !ok {
+		return nil
+	}
+	return &x.lists[n]
+}
+
+// from returns a cursor at posting i of list number n in x: through the
+// list's marks, reading at most postSkip-1 postings to get there.
+func (x *npcIndex) from(n int32, i int) postCursor {
+	c := x.lists[n].cursor()
 	if m := i / postSkip; m > 0 {
-		mk := x.marks[l][m-1]
+		mk := x.marks[n][m-1]
 		c.at, c.next = int(mk.off), mk.next
 		i -= m * postSkip
 	}
@@ -248,19 +258,21 @@ func (x *npcIndex) addPostings(p int32, words []string) {
 		terms = append(terms, termCount{key: k, surface: w, n: 1})
 	}
 	for _, t := range terms {
-		l := x.post[t.key]
-		if l == nil {
+		li, ok := x.post[t.key]
+		if !ok {
 			// The key is a slice of the item's text: a copy of it is
 			// kept, or the text would stay alive with the index. (A map
 			// assignment stores its key again, so no later posting is
 			// added through one.)
 			key := strings.Clone(t.key)
-			l = &postList{}
-			x.post[key] = l
-			x.joinFamily(familyKey(t.surface), key, l)
+			li = int32(len(x.lists))
+			x.lists = append(x.lists, postList{})
+			x.post[key] = li
+			x.joinFamily(familyKey(t.surface), key, &x.lists[li])
 		}
+		l := &x.lists[li]
 		if n := l.len(); n > 0 && n%postSkip == 0 {
-			x.marks[l] = append(x.marks[l], postMark{off: int32(len(l.b)), next: l.next})
+			x.marks[li] = append(x.marks[li], postMark{off: int32(len(l.b)), next: l.next})
 			x.markCount++
 		}
 		room := cap(l.b)
@@ -308,7 +320,7 @@ func (x *npcIndex) joinFamily(f, key string, l *postList) {
 		f = strings.Clone(f)
 	}
 	if len(fam) == 0 {
-		if own := x.post[f]; own != nil && own.n&ownFamily != 0 {
+		if own := x.list(f); own != nil && own.n&ownFamily != 0 {
 			own.n &^= ownFamily
 			fam = append(fam, f)
 		}
@@ -323,12 +335,12 @@ func (x *npcIndex) familyOf(f string) (listed []string, own bool) {
 	if fam := x.family[f]; len(fam) > 0 {
 		return fam, false
 	}
-	l := x.post[f]
+	l := x.list(f)
 	return nil, l != nil && l.n&ownFamily != 0
 }
 
 // df is how many of the NPC's items contain the word w.
-func (x *npcIndex) df(w string) int { return x.post[termKey(w)].len() }
+func (x *npcIndex) df(w string) int { return x.list(termKey(w)).len() }
 
 // queryKeys returns the index keys a query's terms look up, each with its
 // weight: the terms' own keys at 1, and, when expand > 0, the other keys of
@@ -387,7 +399,11 @@ func (x *npcIndex) keywordInto(dst []kwHit, terms []string, limit int, expand, b
 	}
 	keys, weights := x.queryKeys(terms, expand)
 	for i, k := range keys {
-		l := x.post[k]
+		li, ok := x.post[k]
+		if !ok {
+			continue
+		}
+		l := &x.lists[li]
 		if l.len() == 0 {
 			continue
 		}
@@ -397,7 +413,7 @@ func (x *npcIndex) keywordInto(dst []kwHit, terms []string, limit int, expand, b
 			// A bounded search reads the most recent postings of a
 			// frequent term: its IDF is low, and its cost would grow
 			// with the NPC's life.
-			c = x.from(l, l.len()-x.bound)
+			c = x.from(li, l.len()-x.bound)
 		}
 		idf := weights[i] * math.Log(1+(float64(n)-d+0.5)/(d+0.5))
 		for c.more() {

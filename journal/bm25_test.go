@@ -199,11 +199,12 @@ func TestPostListsReadBackWhatTheyHold(t *testing.T) {
 		x.addPostings(p, words)
 	}
 	for _, k := range keys {
-		l := x.post[k]
+		li := x.post[k]
+		l := &x.lists[li]
 		if got := l.all(); !cmp.Equal(got, want[k], cmp.AllowUnexported(posting{})) || l.len() != len(want[k]) {
 			t.Fatalf("%s: %d postings read back, %d added (len %d)", k, len(got), len(want[k]), l.len())
 		}
-		if marks := len(x.marks[l]); marks != (len(want[k])-1)/postSkip {
+		if marks := len(x.marks[li]); marks != (len(want[k])-1)/postSkip {
 			t.Fatalf("%s: %d marks for %d postings", k, marks, len(want[k]))
 		}
 		for _, i := range []int{0, 1, postSkip - 1, postSkip, postSkip + 1, 3*postSkip + 7, len(want[k]) - 1, len(want[k])} {
@@ -211,11 +212,11 @@ func TestPostListsReadBackWhatTheyHold(t *testing.T) {
 				continue
 			}
 			var got []posting
-			for c := x.from(l, i); c.more(); {
+			for c := x.from(li, i); c.more(); {
 				got = append(got, c.read())
 			}
 			var taken []posting
-			for c := x.from(l, i); c.more(); {
+			for c := x.from(li, i); c.more(); {
 				taken = append(taken, c.take())
 			}
 			if !cmp.Equal(taken, got, cmp.AllowUnexported(posting{}), cmpopts.EquateEmpty()) {
@@ -406,8 +407,8 @@ func TestAddPostingsCountsAsIndexTerms(t *testing.T) {
 		x.addPostings(int32(i), words)
 		counts, _, n := indexTerms(words)
 		got := map[string]int{}
-		for k, ps := range x.post {
-			for _, pt := range ps.all() {
+		for k, li := range x.post {
+			for _, pt := range x.lists[li].all() {
 				if pt.p == int32(i) {
 					got[k] = int(pt.tf)
 				}

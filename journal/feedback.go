@@ -64,7 +64,7 @@ func (r *Retriever) feedbackTerms(ctx context.Context, x *npcIndex, ranked []can
 			if _, name := x.who[k]; inQuery[k] || name {
 				continue
 			}
-			d := float64(x.post[k].len())
+			d := float64(x.list(k).len())
 			if d < 2 {
 				continue
 			}

@@ -202,7 +202,7 @@ func refKeyword(x *npcIndex, terms []string, limit int, expand, b float64) []kwH
 	}
 	keys, weights := refQueryKeys(x, terms, expand)
 	for i, k := range keys {
-		ps := x.post[k].all()
+		ps := x.list(k).all()
 		if len(ps) == 0 {
 			continue
 		}

@@ -277,7 +277,7 @@ func (r *Retriever) vectorPoolNeeded(x *npcIndex, terms []string) bool {
 		return true
 	}
 	for _, t := range terms {
-		if x.post[termKey(t)].len() == 0 && !number(t) {
+		if x.list(termKey(t)).len() == 0 && !number(t) {
 			return true
 		}
 	}
