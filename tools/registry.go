@@ -39,6 +39,7 @@ type Tool struct {
 type Set struct {
 	tools  []*Tool
 	byName map[string]*Tool
+	defs   []llm.Tool // Definitions, made once the set is compiled
 }
 
 // refuseLoader keeps a schema from pulling anything in by $ref: a tool schema
@@ -161,6 +162,7 @@ func Compile(game []character.ToolSpec, internal []Tool) (*Set, error) {
 		}
 		s.add(&Tool{Name: spec.Name, Description: spec.Description, Parameters: raw, Returns: spec.Returns, schema: sch})
 	}
+	s.defs = s.definitions()
 	return s, nil
 }
 
@@ -178,8 +180,15 @@ func (s *Set) Lookup(name string) (*Tool, bool) {
 
 // Definitions returns the tools as offered to the model, game tools first
 // then internal ones, each group in declaration order, each schema as
-// PromptSchema renders it.
+// PromptSchema renders it. They are made once, when the set is compiled,
+// and shared by every call (a set serves every tick of the NPCs that
+// declare its tools): the caller must not change them.
 func (s *Set) Definitions() []llm.Tool {
+	return s.defs
+}
+
+// definitions makes what Definitions returns.
+func (s *Set) definitions() []llm.Tool {
 	out := make([]llm.Tool, 0, len(s.tools))
 	for _, internal := range []bool{false, true} {
 		for _, t := range s.tools {

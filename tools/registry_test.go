@@ -165,6 +165,10 @@ func TestDefinitionsOrder(t *testing.T) {
 	if err := json.Unmarshal(defs[1].Parameters, &params); err != nil || params["type"] != "object" {
 		t.Errorf("a tool declared without parameters is offered %s, %v; want an object schema", defs[1].Parameters, err)
 	}
+	// Made once: every tick of the NPCs that share the set asks for them.
+	if n := testing.AllocsPerRun(10, func() { s.Definitions() }); n != 0 {
+		t.Errorf("Definitions allocates %v times a call", n)
+	}
 	names := s.Names()
 	wantNames := []string{"give", tools.JournalWrite, "look", tools.MemorySearch, tools.ProfileUpdate, tools.RecallArchive, "say"}
 	if diff := cmp.Diff(wantNames, names); diff != "" {
