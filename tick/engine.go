@@ -238,8 +238,9 @@ type Engine struct {
 	deps     Deps
 	locks    sleep.Locker
 	sem      chan struct{}
-	toolsets sync.Map // npc id → cachedSet
-	settings sync.Map // npc id → *character.Character: settings as last read, no state
+	toolsets sync.Map   // npc id → cachedSet
+	settings sync.Map   // npc id → *character.Character: settings as last read, no state
+	shared   *toolShare // the tools NPCs that declare the same share
 	history  *historyCache
 	present  *presentCache // the profile lines of those present, by revision
 	lent     lentArrays    // the arrays of prompts given to models that keep none
@@ -279,6 +280,9 @@ type Engine struct {
 type cachedSet struct {
 	updated time.Time
 	set     *tools.Set
+	// shared is the copy of the NPC's tools set is shared from: holding it
+	// keeps it shared (toolShare).
+	shared *sharedTools
 	// system is SystemPrompt of the NPC whose persona and name these are.
 	persona, name, system string
 }
@@ -316,7 +320,7 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
-		history: newHistoryCache(cfg.HistoryCacheBytes), present: newPresentCache(cfg.ProfileCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB, lateWriter(deps.Characters)),
+		history: newHistoryCache(cfg.HistoryCacheBytes), shared: newToolShare(), present: newPresentCache(cfg.ProfileCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB, lateWriter(deps.Characters)),
 		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, besideSlots: make(chan struct{}, cfg.BackgroundCompactions),
 		bg: bg, stopBG: stopBG}, nil
 }
@@ -468,18 +472,31 @@ func (e *Engine) toolSet(c *character.Character) (*tools.Set, error) {
 			return cs.set, nil
 		}
 	}
-	set, err := tools.Compile(c.Tools.V, e.deps.Internals.Tools())
-	if err != nil {
-		return nil, err
+	st := e.shared.of(c.Tools.V)
+	set := st.compiled()
+	if set == nil {
+		compiled, err := tools.Compile(c.Tools.V, e.deps.Internals.Tools())
+		if err != nil {
+			return nil, err
+		}
+		set = st.adopt(compiled)
 	}
-	e.keepToolSet(c, set)
+	e.keepShared(c, st, set)
 	return set, nil
 }
 
-// keepToolSet caches set as the compiled tools of NPC c as stored, and its
-// system prompt.
+// keepToolSet caches set, or the one shared by the NPCs that declare the
+// same tools, as the compiled tools of NPC c as stored, and its system
+// prompt.
 func (e *Engine) keepToolSet(c *character.Character, set *tools.Set) {
-	e.toolsets.Store(c.ID, cachedSet{updated: settingsRev(c), set: set, persona: c.Persona, name: c.Name, system: SystemPrompt(c)})
+	st := e.shared.of(c.Tools.V)
+	e.keepShared(c, st, st.adopt(set))
+}
+
+// keepShared caches set, shared from st, as the compiled tools of NPC c as
+// stored, and its system prompt.
+func (e *Engine) keepShared(c *character.Character, st *sharedTools, set *tools.Set) {
+	e.toolsets.Store(c.ID, cachedSet{updated: settingsRev(c), set: set, shared: st, persona: c.Persona, name: c.Name, system: SystemPrompt(c)})
 }
 
 // systemPrompt returns SystemPrompt(c), rendered once per version of the
@@ -532,6 +549,9 @@ func (e *Engine) npc(ctx context.Context, id string, g *character.Glance) (*char
 	}
 	held := *c
 	held.State = character.State{}
+	// The tools' declarations are held as the NPCs that declare the same
+	// share them (toolShare): c's own copy goes with this tick.
+	held.Tools.V = e.shared.of(c.Tools.V).specs
 	e.settings.Store(c.ID, &held)
 	return c, nil
 }
