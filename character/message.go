@@ -3,11 +3,12 @@ package character
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/npcd/npcd/internal/text"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
+	"github.com/npcd/npcd/internal/text"
 	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"
 )
@@ -79,11 +80,8 @@ func (m *Message) PromptTokens() int {
 // as head and tail with the id to recall the rest.
 func (m *Message) Prompt() llm.Message {
 	out := llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
-	if n := len(m.ToolCalls.V); n > 0 {
-		out.ToolCalls = make([]llm.ToolCall, n)
-		for i, tc := range m.ToolCalls.V {
-			out.ToolCalls[i] = llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Args}
-		}
+	if len(m.ToolCalls.V) > 0 {
+		out.ToolCalls = promptCalls(m.ToolCalls.V)
 	}
 	switch {
 	case m.Masked:
@@ -92,6 +90,17 @@ func (m *Message) Prompt() llm.Message {
 		out.Content = OffloadView(m.ID, m.Content)
 	}
 	return out
+}
+
+// promptCalls is calls as a prompt holds them, sharing their array: an
+// llm.ToolCall is a ToolCall's three strings, in the same order, under
+// other names (TestPromptCallsAreTheStoredOnes checks it). The prompt form
+// of a live history is kept with it between ticks, and a copy of every
+// assistant message's calls was an object more for the collector to trace
+// in each. The length is the capacity, so appending to the prompt's calls
+// copies them; neither side changes a call in place.
+func promptCalls(calls []ToolCall) []llm.ToolCall {
+	return unsafe.Slice((*llm.ToolCall)(unsafe.Pointer(unsafe.SliceData(calls))), len(calls))
 }
 
 // Full converts the message as stored, ignoring masking and offload.

@@ -272,11 +272,12 @@ func (lp *livePrompt) bytes() int64 {
 		return 0
 	}
 	n := int64(cap(lp.msgs))*int64(unsafe.Sizeof(llm.Message{})) + int64(cap(lp.ids))*9 + int64(cap(lp.toks))*4 + int64(len(lp.head))
+	// A message's calls are the history's own (character.Message.Prompt);
+	// a masked result's placeholder is the prompt's.
 	for i := range lp.msgs {
 		if lp.masked[i] {
 			n += int64(len(lp.msgs[i].Content))
 		}
-		n += int64(len(lp.msgs[i].ToolCalls)) * int64(unsafe.Sizeof(llm.ToolCall{}))
 	}
 	return n
 }
