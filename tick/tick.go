@@ -565,6 +565,9 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 	content := truncate(strings.TrimSpace(msg.Content), e.cfg.MaxReplyBytes)
 	a := &character.Message{Role: llm.RoleAssistant, Content: content, Turn: ts.turn, Tick: ts.tick, GameTime: ts.gameTime}
 	var calls []character.ToolCall
+	if n := len(msg.ToolCalls); n > 0 {
+		calls = make([]character.ToolCall, 0, n)
+	}
 	nameless := map[string]bool{}
 	for _, tc := range msg.ToolCalls {
 		// Every call gets npcd's own id, whatever the model gave: results
@@ -581,11 +584,17 @@ func (e *Engine) handleReply(ctx context.Context, ts *turnState, set *tools.Set,
 		for k := 1; seen.has(id); k++ {
 			id = callID(ts.tick, len(seen.given)+k*callIDSpare)
 		}
-		seen.given = append(seen.given, id)
 		args := tc.Arguments
 		if len(args) > tools.MaxArgsBytes {
 			args = args[:tools.MaxArgsBytes]
 		}
+		// The id and the arguments are one string: the live history
+		// keeps every call between ticks, and two objects a call were
+		// some 40,000 more for each collection to trace in a world of
+		// 1,000 NPCs.
+		both := id + args
+		id, args = both[:len(id)], both[len(id):]
+		seen.given = append(seen.given, id)
 		name := truncate(strings.TrimSpace(tc.Name), 64)
 		if name == "" {
 			// Stored under a placeholder: providers refuse a history whose
