@@ -186,9 +186,8 @@ func (x *npcIndex) bytes() int64 {
 
 // termBytes is what a term costs an index beside its postings and its
 // list's place in npcIndex.lists: its entry in npcIndex.post and its key;
-// familyBytes is what a family
-// listed in npcIndex.family costs (its entry, its key and its list of
-// keys).
+// familyBytes is what a family listed in npcIndex.family costs (its entry,
+// its key and its list of keys).
 const (
 	termBytes   = 64
 	familyBytes = 128

@@ -280,8 +280,8 @@ type Engine struct {
 type cachedSet struct {
 	updated time.Time
 	set     *tools.Set
-	// shared is the copy of the NPC's tools set is shared from: holding it
-	// keeps it shared (toolShare).
+	// shared is the copy of the NPC's tools that set was taken from:
+	// holding it keeps that copy shared (toolShare).
 	shared *sharedTools
 	// system is SystemPrompt of the NPC whose persona and name these are.
 	persona, name, system string

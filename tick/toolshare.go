@@ -64,13 +64,6 @@ func (s *toolShare) collected(key string) {
 	}
 }
 
-// size returns how many copies the share holds entries of.
-func (s *toolShare) size() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.byKey)
-}
-
 // compiled returns the compiled set kept with st, nil before one is.
 func (st *sharedTools) compiled() *tools.Set {
 	st.mu.Lock()

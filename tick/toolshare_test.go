@@ -2,6 +2,7 @@ package tick
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
 	"testing"
 	"weak"
@@ -82,8 +83,28 @@ func TestNPCsThatDeclareTheSameToolsShareThem(t *testing.T) {
 	if held.Value() != nil {
 		t.Error("the share keeps alive a copy of tools no NPC holds")
 	}
+	// The entry of a copy collected goes (collected, which the runtime
+	// calls once the copy is gone); one whose key a new copy took stays.
+	share := env.eng.shared
+	key, err := json.Marshal([]character.ToolSpec{{Name: "ponder", Description: "Think it over"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	share.collected(string(key))
+	share.mu.Lock()
+	_, kept := share.byKey[string(key)]
+	share.mu.Unlock()
+	if kept {
+		t.Error("the entry of a collected copy is kept")
+	}
 	again := []character.ToolSpec{{Name: "ponder", Description: "Think it over"}}
-	if got := env.eng.shared.of(again); &got.specs[0] != &again[0] {
+	got := share.of(again)
+	if &got.specs[0] != &again[0] {
 		t.Error("the declarations of a copy collected are not shared anew")
 	}
+	share.collected(string(key))
+	if share.of([]character.ToolSpec{{Name: "ponder", Description: "Think it over"}}) != got {
+		t.Error("the entry of a copy still held was dropped")
+	}
+	runtime.KeepAlive(got)
 }
