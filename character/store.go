@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/npcd/npcd/llm"
 	"github.com/npcd/npcd/store"
 )
 
@@ -1471,14 +1472,31 @@ func (s *Store) LiveMessages(ctx context.Context, id string) ([]Message, error) 
 	var scratch messageScratch
 	for rows.Next() {
 		ms = append(ms, Message{})
-		if err := scanMessage(rows, &ms[len(ms)-1], &scratch); err != nil {
+		m := &ms[len(ms)-1]
+		if err := scanMessage(rows, m, &scratch); err != nil {
 			return nil, fmt.Errorf("live history of %q: %w", id, err)
 		}
+		// A live history is held between ticks (the tick's history cache):
+		// the NPC, the state and the role every row repeats are the
+		// strings of the query and of the package, not three of each
+		// row's own for the collector to trace.
+		m.CharacterID, m.State = sameAs(m.CharacterID, id), sameAs(m.State, StateLive)
+		m.Role = sameAs(m.Role, llm.RoleUser, llm.RoleAssistant, llm.RoleTool, llm.RoleSystem)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("live history of %q: %w", id, err)
 	}
 	return ms, nil
+}
+
+// sameAs returns the string of common equal to s, else s.
+func sameAs(s string, common ...string) string {
+	for _, c := range common {
+		if s == c {
+			return c
+		}
+	}
+	return s
 }
 
 // liveMessagesSQL reads an NPC's live history, summary first, every column

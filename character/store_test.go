@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -1563,6 +1564,36 @@ func TestLiveMessagesReadsEveryColumn(t *testing.T) {
 	for i := range min(len(want), len(got)) {
 		if w, g := want[i], got[i]; w.GameTime.String() != g.GameTime.String() || w.CreatedAt.String() != g.CreatedAt.String() {
 			t.Errorf("message %d: times %v, %v; gorm reads %v, %v", i, g.GameTime, g.CreatedAt, w.GameTime, w.CreatedAt)
+		}
+	}
+}
+
+// A live history read back holds, in every row, the NPC's id it was asked
+// for and the package's state and roles, not strings of its own: it is held
+// between ticks, and those were three objects a message for the collector.
+func TestLiveMessagesShareTheirRepeatedWords(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	appendMsgs(t, s, "brom", user(1, `[2026-11-21 10:00] alice says: "Can you look around?"`),
+		assistant(1, character.ToolCall{ID: "c1", Name: "look", Args: "{}"}), toolResult(1, "c1", "look", "a forge"))
+	id := strings.Clone("brom")
+	live, err := s.LiveMessages(ctx, id)
+	if err != nil || len(live) != 3 {
+		t.Fatalf("live history: %d messages, %v; want 3", len(live), err)
+	}
+	for i, m := range live {
+		if m.CharacterID != "brom" || m.State != character.StateLive || m.Role != []string{llm.RoleUser, llm.RoleAssistant, llm.RoleTool}[i] {
+			t.Fatalf("message %d: %q %q %q", i, m.CharacterID, m.State, m.Role)
+		}
+		if unsafe.StringData(m.CharacterID) != unsafe.StringData(id) {
+			t.Errorf("message %d: its NPC's id is a string of its own", i)
+		}
+		if unsafe.StringData(m.State) != unsafe.StringData(character.StateLive) {
+			t.Errorf("message %d: its state is a string of its own", i)
+		}
+		if unsafe.StringData(m.Role) != unsafe.StringData([]string{llm.RoleUser, llm.RoleAssistant, llm.RoleTool}[i]) {
+			t.Errorf("message %d: its role is a string of its own", i)
 		}
 	}
 }
