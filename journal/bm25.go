@@ -145,13 +145,36 @@ func (x *npcIndex) list(k string) *postList {
 	if !ok {
 		return nil
 	}
-	return &x.lists[n]
+	return x.listAt(n)
+}
+
+// listBlock is how many lists one block of npcIndex.lists holds once the
+// index has outgrown its first block.
+const listBlock = 256
+
+// listAt returns list number n, valid until a new key is indexed.
+func (x *npcIndex) listAt(n int32) *postList {
+	return &x.lists[n/listBlock][n%listBlock]
+}
+
+// newList adds an empty list and returns its number. The lists sit in
+// blocks of listBlock, each grown by doubling up to it, so that the room
+// an index keeps to grow is at most part of one block, where one array
+// grown by doubling kept a quarter of its lists' worth on average.
+func (x *npcIndex) newList() int32 {
+	last := len(x.lists) - 1
+	if last < 0 || len(x.lists[last]) == listBlock {
+		x.lists = append(x.lists, make([]postList, 0, 4))
+		last++
+	}
+	x.lists[last] = append(x.lists[last], postList{})
+	return int32(last*listBlock + len(x.lists[last]) - 1)
 }
 
 // from returns a cursor at posting i of list number n in x: through the
 // list's marks, reading at most postSkip-1 postings to get there.
 func (x *npcIndex) from(n int32, i int) postCursor {
-	c := x.lists[n].cursor()
+	c := x.listAt(n).cursor()
 	if m := i / postSkip; m > 0 {
 		mk := x.marks[n][m-1]
 		c.at, c.next = int(mk.off), mk.next
@@ -265,12 +288,11 @@ func (x *npcIndex) addPostings(p int32, words []string) {
 			// assignment stores its key again, so no later posting is
 			// added through one.)
 			key := strings.Clone(t.key)
-			li = int32(len(x.lists))
-			x.lists = append(x.lists, postList{})
+			li = x.newList()
 			x.post[key] = li
-			x.joinFamily(familyKey(t.surface), key, &x.lists[li])
+			x.joinFamily(familyKey(t.surface), key, x.listAt(li))
 		}
-		l := &x.lists[li]
+		l := x.listAt(li)
 		if n := l.len(); n > 0 && n%postSkip == 0 {
 			x.marks[li] = append(x.marks[li], postMark{off: int32(len(l.b)), next: l.next})
 			x.markCount++
@@ -403,7 +425,7 @@ func (x *npcIndex) keywordInto(dst []kwHit, terms []string, limit int, expand, b
 		if !ok {
 			continue
 		}
-		l := &x.lists[li]
+		l := x.listAt(li)
 		if l.len() == 0 {
 			continue
 		}

@@ -200,7 +200,7 @@ func TestPostListsReadBackWhatTheyHold(t *testing.T) {
 	}
 	for _, k := range keys {
 		li := x.post[k]
-		l := &x.lists[li]
+		l := x.listAt(li)
 		if got := l.all(); !cmp.Equal(got, want[k], cmp.AllowUnexported(posting{})) || l.len() != len(want[k]) {
 			t.Fatalf("%s: %d postings read back, %d added (len %d)", k, len(got), len(want[k]), l.len())
 		}
@@ -408,7 +408,7 @@ func TestAddPostingsCountsAsIndexTerms(t *testing.T) {
 		counts, _, n := indexTerms(words)
 		got := map[string]int{}
 		for k, li := range x.post {
-			for _, pt := range x.lists[li].all() {
+			for _, pt := range x.listAt(li).all() {
 				if pt.p == int32(i) {
 					got[k] = int(pt.tf)
 				}
@@ -422,5 +422,36 @@ func TestAddPostingsCountsAsIndexTerms(t *testing.T) {
 			t.Fatalf("text %q: scratch left with %d keys, %d terms", text, len(sc.at), len(sc.terms))
 		}
 		termScratch.Put(sc)
+	}
+}
+
+// An index's lists sit in blocks: each word's list is found at the number
+// the map gives it, past the first block too, and the room the lists keep
+// to grow is at most part of one block.
+func TestPostListsSitInBlocks(t *testing.T) {
+	x := newIndex("n")
+	const words = 4*listBlock + 1 // one array grown by doubling would keep room for 1,022 more
+	for p := range int32(words) {
+		x.addPostings(p, []string{"anvil", fmt.Sprintf("w%dq", p)})
+	}
+	if len(x.post) != words+1 {
+		t.Fatalf("%d keys indexed, want %d", len(x.post), words+1)
+	}
+	for p := range int32(words) {
+		k := termKey(fmt.Sprintf("w%dq", p))
+		ps := x.list(k).all()
+		if len(ps) != 1 || ps[0].p != p {
+			t.Fatalf("%s: postings %v, want item %d alone", k, ps, p)
+		}
+	}
+	if n := x.list(termKey("anvil")).len(); n != words {
+		t.Fatalf("anvil: %d postings, want %d", n, words)
+	}
+	room := 0
+	for _, b := range x.lists {
+		room += cap(b)
+	}
+	if room > len(x.post)+listBlock {
+		t.Errorf("the lists keep room for %d for %d keys, more than one block more", room, len(x.post))
 	}
 }

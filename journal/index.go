@@ -77,14 +77,14 @@ type npcIndex struct {
 	// post numbers, for each indexed word (see termKey), its list in
 	// lists: the items holding it, the NPC's own BM25 statistics and the
 	// keyword channel's index (list finds one). The lists sit side by side
-	// rather than each an object of its own: some 40 of them per message,
-	// they were a tenth of what a collection traced in a world of 1,000
-	// NPCs. postingRoom is the bytes the lists' postings hold, growth
+	// in blocks rather than each an object of its own: some 40 of them per
+	// message, they were a tenth of what a collection traced in a world of
+	// 1,000 NPCs. postingRoom is the bytes the lists' postings hold, growth
 	// included; marks holds, by list number, the marks of the lists longer
 	// than postSkip (postMark), for a bounded search, and markCount their
 	// number.
 	post        map[string]int32
-	lists       []postList
+	lists       [][]postList // in blocks (newList, listAt)
 	postingRoom int
 	marks       map[int32][]postMark
 	markCount   int
@@ -179,17 +179,18 @@ func newIndex(npc string) *npcIndex {
 func (x *npcIndex) bytes() int64 {
 	return x.vecs.bytes() + int64(cap(x.vecScale))*4 + int64(cap(x.vecTmp))*4 + int64(cap(x.qc)) + x.qSparse.bytes() +
 		int64(cap(x.items))*int64(unsafe.Sizeof(item{})) + int64(cap(x.byID[kindJournal])+cap(x.byID[kindMessage]))*4 + int64(len(x.memPos)+len(x.unordered))*40 + int64(cap(x.scores))*4 +
-		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postingRoom) + int64(len(x.post))*termBytes + int64(cap(x.lists))*int64(unsafe.Sizeof(postList{})) + int64(x.markCount)*12 + int64(len(x.marks))*48 + int64(cap(x.touched))*4 + int64(len(x.family))*familyBytes + int64(len(x.who))*40 +
+		int64(cap(x.kwScores))*4 + int64(cap(x.qbuf))*4 + int64(cap(x.dl))*4 + int64(cap(x.userRank))*4 + int64(cap(x.mems))*4 + int64(x.postingRoom) + int64(len(x.post))*termBytes + int64(x.markCount)*12 + int64(len(x.marks))*48 + int64(cap(x.touched))*4 + int64(len(x.family))*familyBytes + int64(len(x.who))*40 +
 		x.sem.bytes() + int64(cap(x.semScale))*4 + int64(cap(x.semScores))*4 + x.rows.size() + waitingBytes(x.semText) + waitingBytes(x.pending) +
 		int64(cap(x.kwTops[0])+cap(x.kwTops[1])+cap(x.kwTops[2]))*24 + int64(len(x.oldMems))*(int64(x.dims)+oldMemOverhead)
 }
 
-// termBytes is what a term costs an index beside its postings and its
-// list's place in npcIndex.lists: its entry in npcIndex.post and its key;
+// termBytes is what a term costs an index beside its postings: its entry
+// in npcIndex.post, its key and its list's place in npcIndex.lists (the
+// room the last block of lists keeps, at most a block, is not counted);
 // familyBytes is what a family listed in npcIndex.family costs (its entry,
 // its key and its list of keys).
 const (
-	termBytes   = 64
+	termBytes   = 96
 	familyBytes = 128
 )
 
