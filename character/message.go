@@ -106,8 +106,8 @@ func promptCalls(calls []ToolCall) []llm.ToolCall {
 // Full converts the message as stored, ignoring masking and offload.
 func (m *Message) Full() llm.Message {
 	out := llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
-	for _, tc := range m.ToolCalls.V {
-		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Args})
+	if len(m.ToolCalls.V) > 0 {
+		out.ToolCalls = promptCalls(m.ToolCalls.V)
 	}
 	return out
 }

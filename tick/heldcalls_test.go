@@ -10,16 +10,10 @@ import (
 // ticks, are one string: one object a call for the collector, not two.
 func TestHeldCallsKeepIDAndArgumentsInOneString(t *testing.T) {
 	env := newEnv(t)
-	ctx := context.Background()
-	if _, err := env.eng.PutNPC(ctx, brom()); err != nil {
+	if _, err := env.eng.PutNPC(context.Background(), brom()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := env.eng.PostEvents(ctx, "brom", []EventInput{{Kind: "say", Actor: "alice", Text: "Have you seen my sword?"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.eng.Tick(ctx, "brom"); err != nil {
-		t.Fatal(err)
-	}
+	tickOnce(t, env, "Have you seen my sword?")
 	env.eng.history.mu.Lock()
 	en := env.eng.history.npcs["brom"]
 	env.eng.history.mu.Unlock()
