@@ -179,6 +179,22 @@ func BenchmarkScan100k(b *testing.B) {
 			x.scanSemantic(x.semQuery(terms))
 		}
 	})
+	// The same vectors packed, as a cache over its budget holds them.
+	before := x.vecs.bytes()
+	x.packVectors()
+	b.Logf("vectors: %d bytes whole, %d packed", before, x.vecs.bytes())
+	b.Run("vector-packed", func(b *testing.B) {
+		q := emb.Vector("who lost the rusty sword at the forge?")
+		for b.Loop() {
+			x.scan(q)
+		}
+	})
+	b.Run("vector-packed-long", func(b *testing.B) {
+		q := emb.Vector("who lost the rusty sword at the forge, and what did the smith say of the wolves on the north road by the mill?")
+		for b.Loop() {
+			x.scan(q)
+		}
+	})
 }
 
 // BenchmarkFirstSearch measures an NPC's first search after a start: the

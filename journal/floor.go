@@ -71,15 +71,17 @@ func (r *Retriever) floorFor(x *npcIndex, size int64) (f floorIDs, keep int, ok 
 		return floorIDs{}, 0, false
 	}
 	// A row frees its share of what the index holds beside its vector,
-	// and its vector if it still has one.
+	// and its vector if it still has one: its share of the store, which
+	// may hold some packed (packVectors), and its scale.
 	per := max(1, (size-x.vecs.bytes())/int64(len(x.items)))
+	vec := x.vecs.bytes()/int64(max(1, len(x.items)-x.vecFrom)) + 4
 	goal, freed := size-limit*3/4, int64(0)
 	drop := func(list []int32, least int) int {
 		n := 0
 		for n < len(list)-least && freed < goal {
 			freed += per
 			if p := int(list[n]); p >= x.vecFrom && x.dims > 0 {
-				freed += int64(x.dims) + 4
+				freed += vec
 			}
 			n++
 		}

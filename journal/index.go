@@ -58,6 +58,8 @@ type npcIndex struct {
 	// Memories keep theirs, in oldMems, for NearDuplicates and ranking.
 	vecFrom int
 	oldMems map[int32][]int8
+	// packFrom is the first block of vecs packVectors has not looked at.
+	packFrom int
 	// byID lists, for journal entries and messages, their items in id
 	// order (rows are appended with growing ids), so that position finds
 	// one by binary search; memPos finds memories, whose ids come in no
@@ -234,12 +236,46 @@ const oldMemOverhead = 48
 // (tick.RecallWindow).
 const minVectorRows = 4096
 
-// vecRow returns item p's vector codes, nil when they were released.
+// vecRow returns item p's vector codes for writing, nil when they were
+// released; a packed block is held whole again first (unpackBlock).
 func (x *npcIndex) vecRow(p int) []int8 {
 	if p >= x.vecFrom {
+		if x.vecs.packedAt(p) != nil {
+			unpackBlock(&x.vecs, p/blockRows)
+			x.packFrom = min(x.packFrom, p/blockRows) // to be packed again
+		}
 		return x.vecs.row(p)
 	}
 	return x.oldMems[int32(p)]
+}
+
+// packVectors packs the blocks of vectors that are full and wait for no
+// vector (packBlock): once the cache has outgrown its budget, an index
+// holds its vectors this way rather than be dropped (Retriever.release).
+// The scans read a packed row's codes set (dotRun) and give the same
+// products. It returns the bytes freed.
+// Each block is looked at once: packFrom is the first block not yet
+// packed or found too dense to pack. A block with an item waiting for its
+// vector stops the pass, until a later one.
+func (x *npcIndex) packVectors() int64 {
+	d := x.dims
+	full := len(x.items) / blockRows
+	from := max(x.packFrom, x.vecFrom/blockRows)
+	if d == 0 || d > 256 || full <= from {
+		return 0
+	}
+	stop := full
+	for p := range x.pending {
+		stop = min(stop, int(p)/blockRows)
+	}
+	var freed int64
+	for b := from; b < stop; b++ {
+		if x.vecs.packedAt(b*blockRows) == nil {
+			freed += packBlock(&x.vecs, b)
+		}
+	}
+	x.packFrom = max(from, stop)
+	return freed
 }
 
 // trimVectors releases the vectors of the index's oldest items, a block of
@@ -266,7 +302,7 @@ func (x *npcIndex) trimVectors(size, limit int64) bool {
 				if x.oldMems == nil {
 					x.oldMems = map[int32][]int8{}
 				}
-				x.oldMems[int32(p)] = slices.Clone(x.vecs.row(p))
+				x.oldMems[int32(p)] = readRow(&x.vecs, p, make([]int8, x.dims))
 				freed -= int64(x.dims) + oldMemOverhead
 				continue // one still waiting for its vector gets it in oldMems
 			}

@@ -99,7 +99,7 @@ func TestBenchTicksComparesHistories(t *testing.T) {
 // table says the cache is too small.
 func TestBenchTicksReportsIndexRebuilds(t *testing.T) {
 	var out, errb bytes.Buffer
-	args := []string{"bench", "ticks", "--npcs", "3", "--ticks", "6", "--history", "30000", "--index-cache-mb", "1"}
+	args := []string{"bench", "ticks", "--npcs", "6", "--ticks", "12", "--history", "30000", "--index-cache-mb", "1"}
 	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
 		t.Fatalf("bench ticks: %v\n%s", err, errb.String())
 	}
