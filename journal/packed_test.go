@@ -293,8 +293,9 @@ func TestPackedVectorsRankTheSame(t *testing.T) {
 	for _, p := range x.mems {
 		mems[p] = readRow(&x.vecs, int(p), make([]int8, x.dims))
 	}
-	if !x.trimVectors(x.bytes(), 1) || x.vecFrom <= int(slices.Max(x.mems)) {
-		t.Fatalf("vectors released up to item %d, the memories reach %d", x.vecFrom, slices.Max(x.mems))
+	want := (len(x.items) - minVectorRows) / blockRows * blockRows
+	if !x.trimVectors(x.bytes(), 1) || x.vecFrom != want || x.vecFrom <= int(slices.Max(x.mems)) {
+		t.Fatalf("vectors released up to item %d of %d, want %d (the newest %d kept); the memories reach %d", x.vecFrom, len(x.items), want, minVectorRows, slices.Max(x.mems))
 	}
 	for p, want := range mems {
 		if got := x.vecRow(int(p)); !slices.Equal(got, want) {
@@ -392,5 +393,69 @@ func TestIndexCachePacksVectorsBeforeDroppingIndexes(t *testing.T) {
 	st := r.CacheStats()
 	if !r.packing.Load() || st.Builds != int64(len(ids)) || st.Evictions != 0 || st.Entries != len(ids) || st.Bytes > st.Limit {
 		t.Fatalf("a cache with room for the indexes packed: %+v (packing %v)", st, r.packing.Load())
+	}
+}
+
+// An index that alone outgrows the cache's budget as its NPC lives packs
+// its vectors before it releases any: one that fits the budget packed
+// keeps the vectors of all its rows, and packs those of its new rows from
+// then on.
+func TestAnIndexOverTheBudgetPacksBeforeReleasingVectors(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(9, 10))
+	e.npc(t, "a", t0)
+	first, second := lines(rng, 3000), lines(rng, 3000)
+	e.say(t, "a", t0, first, nil)
+	e.say(t, "a", t0, second, nil)
+	// What the index of all 6,000 lines holds, whole and packed.
+	roomy := e.retriever(t, WithCacheBytes(1<<30))
+	if err := roomy.Index(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	x, err := roomy.acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := x.bytes()
+	x.packVectors()
+	packed := x.bytes()
+	roomy.release(x)
+	budget := (whole + packed) / 2
+	if packed >= budget-budget/8 {
+		t.Fatalf("the test needs an index that packs well: %d bytes whole, %d packed", whole, packed)
+	}
+
+	// The NPC's life so far fits the budget whole; it grows past it.
+	e2 := newEnv(t)
+	e2.npc(t, "a", t0)
+	e2.say(t, "a", t0, first, nil)
+	r := e2.retriever(t, WithCacheBytes(budget))
+	if err := r.Index(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if r.packing.Load() {
+		t.Fatal("an index within its budget packed")
+	}
+	for i := 0; i < len(second); i += 500 {
+		e2.say(t, "a", t0, second[i:i+500], nil)
+		if err := r.Index(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x, err = r.acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.release(x)
+	full, n := 0, len(x.items)/blockRows
+	for b := range n {
+		if x.vecs.packedAt(b*blockRows) != nil {
+			full++
+		}
+	}
+	if !r.packing.Load() || x.vecFrom != 0 || full != n || len(x.items) != 6000 {
+		t.Fatalf("an index of %d items over its budget of %d: vectors released below %d, %d of %d full blocks packed (packing %v)",
+			len(x.items), budget, x.vecFrom, full, n, r.packing.Load())
 	}
 }

@@ -92,10 +92,11 @@ type Retriever struct {
 	// dims is the dimensions of the first vector an index stored, for
 	// vectorDims; 0 before.
 	dims atomic.Int64
-	// packing is set once the cache first outgrew its budget: from then
-	// on, each index packs its vectors (npcIndex.packVectors) as its
-	// searches end, rather than have the cache drop indexes that a
-	// world's searches would build again.
+	// packing is set once the cache, or an index alone, first outgrew
+	// its budget: from then on, each index packs its vectors
+	// (npcIndex.packVectors) as its searches end, rather than have the
+	// cache drop indexes that a world's searches would build again, or
+	// an index release the vectors of its oldest rows.
 	packing atomic.Bool
 
 	mu   sync.Mutex
@@ -580,10 +581,18 @@ func (r *Retriever) evict(id string, now time.Time) {
 	r.evicted[id] = now
 }
 
-// trim releases the vectors of x's oldest items while x, of size bytes,
-// outgrows the cache's budget (npcIndex.trimVectors), saying so the first
-// time, and returns x's size after. The caller holds x.
+// trim brings x, of size bytes, within the cache's budget as far as its
+// vectors go: it packs them (npcIndex.packVectors, and every index from
+// then on: startPacking), then releases those of its oldest items while
+// it still outgrows the budget (npcIndex.trimVectors), saying so the
+// first time, and returns x's size after. The caller holds x.
 func (r *Retriever) trim(x *npcIndex, size int64) int64 {
+	if limit := r.cfg.cacheBytes; limit > 0 && size > limit && x.dims > 0 {
+		r.startPacking()
+		if x.packVectors() > 0 {
+			size = x.bytes()
+		}
+	}
 	before := x.vecFrom
 	if !x.trimVectors(size, r.cfg.cacheBytes) {
 		return size
@@ -595,6 +604,15 @@ func (r *Retriever) trim(x *npcIndex, size int64) int64 {
 			Msg("an NPC's search index outgrew the cache's budget: the vectors of its oldest rows are released, and those rows are found by their words (raise NPCD_INDEX_CACHE_MB to keep them)")
 	}
 	return size
+}
+
+// startPacking has every index pack its vectors from now on (packing),
+// saying so the first time.
+func (r *Retriever) startPacking() {
+	if !r.packing.Swap(true) {
+		r.log.Info().Int64("cache_limit_bytes", r.cfg.cacheBytes).
+			Msg("the search index cache outgrew its budget: indexes now hold their vectors packed, their nonzero codes only, before any vector is released or index dropped (raise NPCD_INDEX_CACHE_MB to keep them whole)")
+	}
 }
 
 // vectorDims is the dimensions of the embedder's vectors when known: from
@@ -694,10 +712,7 @@ func (r *Retriever) release(x *npcIndex) {
 	// as long (BenchmarkScan100k: 3.6 ms for 100,000 rows, 1.5 whole). A
 	// search of a few thousand rows takes some 100 µs more; an NPC whose
 	// index is built again waits tens of milliseconds.
-	if !r.packing.Swap(true) {
-		r.log.Info().Int64("cache_bytes", r.cached).Int64("cache_limit_bytes", r.cfg.cacheBytes).Int("indexes_cached", len(r.npcs)).
-			Msg("the search index cache outgrew its budget: indexes now hold their vectors packed, their nonzero codes only, before any is dropped (raise NPCD_INDEX_CACHE_MB to keep them whole)")
-	}
+	r.startPacking()
 	for _, e := range ids {
 		if r.cached <= goal {
 			return
