@@ -686,23 +686,14 @@ func (r *Retriever) release(x *npcIndex) {
 	// entries and archived messages it shows). An index in use is left
 	// alone (it is dropped below if need be).
 	for _, floor := range []int64{minRowBytes, leanRowBytes, 0} {
-		for _, e := range ids {
-			if r.cached <= goal {
-				return
-			}
-			y := r.npcs[e.ID]
-			if y == x || !y.mu.TryLock() {
-				continue
-			}
+		if r.shrinkOthers(x, ids, goal, func(y *npcIndex) bool {
 			if y.rows.size() <= floor {
-				y.mu.Unlock()
-				continue
+				return false
 			}
 			y.rows.shrink(floor)
-			size := y.bytes()
-			y.mu.Unlock()
-			r.cached += size - y.sizeHint
-			y.sizeHint = size
+			return true
+		}) {
+			return
 		}
 	}
 	// Then the indexes not in use pack their vectors, the least recently
@@ -713,20 +704,8 @@ func (r *Retriever) release(x *npcIndex) {
 	// search of a few thousand rows takes some 100 µs more; an NPC whose
 	// index is built again waits tens of milliseconds.
 	r.startPacking()
-	for _, e := range ids {
-		if r.cached <= goal {
-			return
-		}
-		y := r.npcs[e.ID]
-		if y == x || !y.mu.TryLock() {
-			continue
-		}
-		if y.packVectors() > 0 {
-			size := y.bytes()
-			r.cached += size - y.sizeHint
-			y.sizeHint = size
-		}
-		y.mu.Unlock()
+	if r.shrinkOthers(x, ids, goal, func(y *npcIndex) bool { return y.packVectors() > 0 }) {
+		return
 	}
 	// Indexes are dropped in keeprank's order. A game that ticks its NPCs
 	// in turn searches next the NPC searched least recently: dropping that
@@ -743,6 +722,30 @@ func (r *Retriever) release(x *npcIndex) {
 			r.evict(e.ID, used)
 		}
 	}
+}
+
+// shrinkOthers has shrink make each index of ids but x smaller, in their
+// order, skipping those in use, until the cache is within goal, and counts
+// what each holds after one that shrink reports it changed; it reports
+// whether the cache came within goal. The caller holds r.mu.
+func (r *Retriever) shrinkOthers(x *npcIndex, ids []keeprank.Entry, goal int64, shrink func(y *npcIndex) bool) bool {
+	for _, e := range ids {
+		if r.cached <= goal {
+			return true
+		}
+		y := r.npcs[e.ID]
+		if y == x || !y.mu.TryLock() {
+			continue
+		}
+		changed := shrink(y)
+		size := y.bytes()
+		y.mu.Unlock()
+		if changed {
+			r.cached += size - y.sizeHint
+			y.sizeHint = size
+		}
+	}
+	return r.cached <= goal
 }
 
 // Index embeds every row of NPC id that has no vector yet, in batches of
