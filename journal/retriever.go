@@ -737,13 +737,14 @@ func (r *Retriever) shrinkOthers(x *npcIndex, ids []keeprank.Entry, goal int64, 
 		if y == x || !y.mu.TryLock() {
 			continue
 		}
-		changed := shrink(y)
+		if !shrink(y) {
+			y.mu.Unlock()
+			continue
+		}
 		size := y.bytes()
 		y.mu.Unlock()
-		if changed {
-			r.cached += size - y.sizeHint
-			y.sizeHint = size
-		}
+		r.cached += size - y.sizeHint
+		y.sizeHint = size
 	}
 	return r.cached <= goal
 }
