@@ -261,7 +261,7 @@ func (x *npcIndex) packVectors() int64 {
 	d := x.dims
 	full := len(x.items) / blockRows
 	from := max(x.packFrom, x.vecFrom/blockRows)
-	if d == 0 || d > 256 || full <= from {
+	if d == 0 || d > maxPackedDims || full <= from {
 		return 0
 	}
 	stop := full

@@ -611,7 +611,7 @@ func (r *Retriever) trim(x *npcIndex, size int64) int64 {
 func (r *Retriever) startPacking() {
 	if !r.packing.Swap(true) {
 		r.log.Info().Int64("cache_limit_bytes", r.cfg.cacheBytes).
-			Msg("the search index cache outgrew its budget: indexes now hold their vectors packed, their nonzero codes only, before any vector is released or index dropped (raise NPCD_INDEX_CACHE_MB to keep them whole)")
+			Msg("the search index cache outgrew its budget: indexes of vectors of at most 256 dimensions (the offline embedder's) now hold them packed, their nonzero codes only, before any vector is released or index dropped (raise NPCD_INDEX_CACHE_MB to keep them whole)")
 	}
 }
 
@@ -976,10 +976,10 @@ func (x *npcIndex) cosine(p int32) float32 {
 	if x.qcs == 0 {
 		return 0
 	}
-	if int(p) >= x.vecFrom {
-		if pk := x.vecs.packedAt(int(p)); pk != nil {
-			return float32(pk.dot(x.qc, int(p)%blockRows)) * x.vecScale[p] * x.qcs
-		}
+	if pk := x.vecs.packedAt(int(p)); pk != nil {
+		var dot [1]int32
+		pk.dots(x.qc, int(p)%blockRows, dot[:])
+		return float32(dot[0]) * x.vecScale[p] * x.qcs
 	}
 	row := x.vecRow(int(p))
 	if row == nil {

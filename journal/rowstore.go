@@ -41,27 +41,20 @@ type packedRows struct {
 	val []int8
 }
 
+// maxPackedDims is the most dimensions a store packs: a code's place must
+// fit in a byte. A model's embeddings have more, and are held whole.
+const maxPackedDims = 256
+
 // packedOverhead is what a packed block holds beside its codes: the
 // struct and its entry in packed.
 const packedOverhead = int64(unsafe.Sizeof(packedRows{})) + 8
 
-// dot is row r's inner product with q, the whole query: a sum of integers,
-// the same as int8vec.Dot on the row whole.
-func (pk *packedRows) dot(q []int8, r int) int32 {
-	lo, hi := int(pk.off[r]), int(pk.off[r+1])
-	idx, val := pk.idx[lo:hi], pk.val[lo:hi]
-	var sum int32
-	for k, j := range idx {
-		sum += int32(q[j]) * int32(val[k])
-	}
-	return sum
-}
-
-// dots writes into out the inner products of q, of at most 256 codes,
-// with rows o, o+1, … of the block: dot for each, with the query spread
+// dots writes into out the inner products of q, the whole query of at
+// most maxPackedDims codes, with rows o, o+1, … of the block: sums of
+// integers, the same as int8vec.Dot on the rows whole. The query is spread
 // on an array a code's place indexes without a check.
 func (pk *packedRows) dots(q []int8, o int, out []int32) {
-	var qa [256]int8
+	var qa [maxPackedDims]int8
 	copy(qa[:], q)
 	k, end := int(pk.off[o]), int(pk.off[o+len(out)])
 	idx, val := pk.idx[:end], pk.val[:end]
@@ -162,11 +155,11 @@ func (s *rowStore[T]) release(b int) int64 {
 // packBlock holds block b of s, which must be full and held whole, as its
 // nonzero codes when that takes at most two thirds of its bytes, and
 // returns the bytes it freed (0 when it stays whole). Only a store of at
-// most 256 dimensions packs: a code's place must fit in a byte.
+// most maxPackedDims dimensions packs.
 func packBlock(s *rowStore[int8], b int) int64 {
 	d := s.dims
 	rows := s.blocks[b]
-	if d > 256 || len(rows) != blockRows*d {
+	if d > maxPackedDims || len(rows) != blockRows*d {
 		return 0
 	}
 	nz := 0

@@ -145,6 +145,10 @@ func TestIndexTrimsOldVectors(t *testing.T) {
 	if n := strings.Count(logged.String(), "outgrew the cache's budget"); n != 1 {
 		t.Errorf("%d log lines of a trimmed index, want 1:\n%s", n, logged.String())
 	}
+	// Packing, which came first, is said once too.
+	if n := strings.Count(logged.String(), "now hold them packed"); n != 1 {
+		t.Errorf("%d log lines of the packing, want 1:\n%s", n, logged.String())
+	}
 	findsFirst(t, map[string]*Retriever{"untrimmed": big, "trimmed": small}, map[string]int64{"Trader3": msgs[3].ID, "Trader11990": msgs[11990].ID})
 	for name, r := range map[string]*Retriever{"untrimmed": big, "trimmed": small} {
 		ms, err := r.NearDuplicates(ctx, "brom", "Alice lost her silver swords at the forge", 0.9, 5)
