@@ -37,16 +37,19 @@ type Store struct {
 	// returned. A tool result is measured with it before its insert, since
 	// its placeholders name its id; a wrong guess costs a second measure.
 	nextMsg *atomic.Int64
+	// clock is the world's clock as this Store knows it (WorldClock),
+	// shared like prep.
+	clock *worldClock
 }
 
 // NewStore returns a Store over db, whose schema Migrations has applied.
 func NewStore(db *gorm.DB) *Store {
-	return &Store{db: db, hot: store.Prepared(db), prep: &store.TxStmts{}, nextMsg: new(atomic.Int64)}
+	return &Store{db: db, hot: store.Prepared(db), prep: &store.TxStmts{}, nextMsg: new(atomic.Int64), clock: &worldClock{}}
 }
 
 // WithTx returns a Store whose calls run inside the transaction tx.
 func (s *Store) WithTx(tx *gorm.DB) *Store {
-	return &Store{db: tx, inTx: true, prep: s.prep, nextMsg: s.nextMsg}
+	return &Store{db: tx, inTx: true, prep: s.prep, nextMsg: s.nextMsg, clock: s.clock}
 }
 
 // atomically runs fn in a transaction of its own, or, for a Store made by
@@ -176,6 +179,16 @@ func Migrations() []store.Migration {
 		// revision's row, locked by every writer of an NPC's profiles
 		// after the rows they change, could deadlock two of them.
 		SQLite: func(tx *gorm.DB) error { return store.Exec(tx, profileRevSQLite...) },
+	}, {
+		// Every tick moves its NPC's game time, and with it the NPC's
+		// entry in the index of game times: two pages more to write at
+		// every commit, for a query that runs when an event is dated
+		// ahead of npcd's own clock. The Store keeps the world's clock
+		// instead (WorldClock).
+		Component: "character", Version: 11, Name: "no index on the game time",
+		Up: func(tx *gorm.DB) error {
+			return tx.Exec("DROP INDEX IF EXISTS idx_characters_game_time").Error
+		},
 	}}
 }
 
@@ -388,15 +401,66 @@ func (s *Store) lockRow(ctx context.Context, id string) (time.Time, error) {
 
 // WorldClock returns the latest game time any NPC has perceived: the game's
 // clock as npcd knows it, zero before the first tick of any NPC.
-func (s *Store) WorldClock(ctx context.Context) (time.Time, error) {
-	var ts []time.Time
-	if err := s.q(ctx).Model(&Character{}).Order("game_time DESC").Limit(1).Pluck("game_time", &ts).Error; err != nil {
+//
+// The database keeps no index of the NPCs' game times: every tick moves
+// one, and its entry in such an index was two pages more to write at
+// every commit. The first call reads the clock from the NPCs' rows, and
+// the Store then moves it on with the ticks it commits (AdvanceState).
+// Ticks another process commits (another daemon sharing a PostgreSQL
+// database) are not seen, so the clock may lag behind: fresh reads it
+// again from the rows, at most once in clockReread (within it, the clock
+// as known). A caller about to refuse an event dated too far ahead of the
+// clock asks for it fresh first. A tick whose transaction rolled back may
+// have moved the clock on all the same: the events it perceived wait to
+// be perceived again, and were within the check themselves.
+func (s *Store) WorldClock(ctx context.Context, fresh bool) (time.Time, error) {
+	w := s.clock
+	w.mu.Lock()
+	t, known, last := w.t, w.known, w.fresh
+	w.mu.Unlock()
+	if known && (!fresh || time.Since(last) < clockReread) {
+		return t, nil
+	}
+	var latest sql.NullTime
+	at := time.Now()
+	err := s.q(ctx).Model(&Character{}).Select("MAX(game_time)").Row().Scan(store.NullTimeText{T: &latest})
+	if err != nil {
 		return time.Time{}, fmt.Errorf("world clock: %w", err)
 	}
-	if len(ts) == 0 {
-		return time.Time{}, nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.known = true
+	if fresh {
+		w.fresh = at
 	}
-	return ts[0].UTC(), nil
+	if latest.Valid && latest.Time.After(w.t) {
+		w.t = latest.Time.UTC()
+	}
+	return w.t, nil
+}
+
+// clockReread is how often at most WorldClock reads the NPCs' rows for a
+// fresh clock: events dated too far ahead, posted again and again, read
+// them once in that time.
+const clockReread = time.Second
+
+// worldClock is the world's clock as a Store knows it: the latest game
+// time it read from the NPCs' rows or wrote into one; whether it read
+// them yet, and when it last did for a fresh clock.
+type worldClock struct {
+	mu    sync.Mutex
+	t     time.Time
+	known bool
+	fresh time.Time
+}
+
+// advance moves the clock on to t, if t is later.
+func (w *worldClock) advance(t time.Time) {
+	w.mu.Lock()
+	if t.After(w.t) {
+		w.t = t.UTC()
+	}
+	w.mu.Unlock()
 }
 
 // UpdateState writes the given state columns of an NPC (see State's column
@@ -1432,6 +1496,7 @@ func (s *Store) AdvanceState(ctx context.Context, id string, cols map[string]any
 	if err != nil {
 		return State{}, false, err
 	}
+	s.clock.advance(st.GameTime)
 	if d.Zero() {
 		return st, st.HistoryRev == held, nil
 	}

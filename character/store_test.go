@@ -1597,3 +1597,53 @@ func TestLiveMessagesShareTheirRepeatedWords(t *testing.T) {
 		}
 	}
 }
+
+// The world's clock is read from the NPCs' rows once, then moved on by
+// the ticks the Store commits, never back. A game time another process
+// wrote is seen only when the clock is asked for fresh, and a fresh clock
+// is read again at most once in a second.
+func TestWorldClockFollowsTheTicks(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	putNPC(t, s, "mara")
+	at := func(days int) time.Time { return time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, days) }
+	clock := func(fresh bool, want time.Time, why string) {
+		t.Helper()
+		got, err := s.WorldClock(ctx, fresh)
+		if err != nil || !got.Equal(want) {
+			t.Fatalf("%s: world clock %v (%v), want %v", why, got, err, want)
+		}
+	}
+	clock(false, time.Time{}, "before any tick")
+	if _, _, err := s.AdvanceState(ctx, "brom", map[string]any{"tick": 1, "game_time": at(10)}, character.HistoryDelta{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	clock(false, at(10), "after a tick")
+	// Another process ticks mara further on.
+	if err := s.DB().Exec("UPDATE characters SET game_time = ? WHERE id = ?", at(400), "mara").Error; err != nil {
+		t.Fatal(err)
+	}
+	clock(false, at(10), "another process's tick, not asked fresh")
+	character.SetClockReadAt(s, time.Now())
+	clock(true, at(10), "asked fresh again within a second")
+	character.SetClockReadAt(s, time.Now().Add(-2*time.Second))
+	clock(true, at(400), "asked fresh")
+	// A tick of an earlier time leaves it; one inside a transaction moves it on.
+	if _, _, err := s.AdvanceState(ctx, "brom", map[string]any{"tick": 2, "game_time": at(20)}, character.HistoryDelta{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	clock(false, at(400), "after a tick of an earlier time")
+	err := s.DB().Transaction(func(tx *gorm.DB) error {
+		_, _, err := s.WithTx(tx).AdvanceState(ctx, "brom", map[string]any{"tick": 3, "game_time": at(500)}, character.HistoryDelta{}, 0)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock(false, at(500), "after a tick inside a transaction")
+	// A new Store reads it from the rows.
+	if got, err := character.NewStore(s.DB()).WorldClock(ctx, false); err != nil || !got.Equal(at(500)) {
+		t.Fatalf("a new Store: world clock %v (%v), want %v", got, err, at(500))
+	}
+}

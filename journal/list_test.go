@@ -100,8 +100,8 @@ func TestListCitingFrom(t *testing.T) {
 	if err := e.db.Raw("EXPLAIN QUERY PLAN "+stmt, args...).Scan(&plan).Error; err != nil {
 		t.Fatal(err)
 	}
-	if len(plan) == 0 || !strings.Contains(plan[0].Detail, "idx_journal_char_source") {
-		t.Errorf("%s: plan %+v, want the index of the newest message cited", stmt, plan)
+	if len(plan) == 0 || !strings.Contains(plan[0].Detail, "idx_journal_notable_source") {
+		t.Errorf("%s: plan %+v, want the index of the newest message the notable entries cite", stmt, plan)
 	}
 }
 
@@ -159,7 +159,9 @@ func TestMigrationSetsTheNewestMessageCited(t *testing.T) {
 // List reads the entries by hand, through a statement of the shape of its
 // bounds: for every combination of them it returns what gorm's query of
 // the same bounds returns, every field alike (times, the time an entry was
-// consolidated or none, sources, metadata, the newest message cited).
+// consolidated or none, sources, metadata, the newest message cited). A
+// list of a rarer type reads through the index of those types alone, and
+// one of a common type through the NPC's entries by id.
 func TestListAsGorm(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -216,16 +218,25 @@ func TestListAsGorm(t *testing.T) {
 		}
 		return es
 	}
-	for shape := range 32 {
+	for shape := range 128 {
+		if shape&32 != 0 && shape&1 == 0 || shape&64 != 0 && shape&4 == 0 {
+			continue // a rarer type, a notable importance: variants of 1 and 4
+		}
 		var lq ListQuery
 		if shape&1 != 0 {
 			lq.Type = TypeConversation
+			if shape&32 != 0 {
+				lq.Type = TypeReflection // through the index of the rarer types
+			}
 		}
 		if shape&2 != 0 {
 			lq.Before = ids[len(ids)-3]
 		}
 		if shape&4 != 0 {
 			lq.MinImportance = 4
+			if shape&64 != 0 {
+				lq.MinImportance = NotableImportance // with CitingFrom, through the index of the notable entries
+			}
 		}
 		if shape&8 != 0 {
 			lq.CitingFrom = 20
@@ -243,6 +254,18 @@ func TestListAsGorm(t *testing.T) {
 		}
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("%+v: List against gorm (-want +got):\n%s", lq, d)
+		}
+	}
+	if store.IsSQLite(e.db) {
+		for typ, index := range map[string]string{TypeReflection: "idx_journal_rare_type", TypeConversation: "idx_journal_char_id"} {
+			stmt, args := listSQL("brom", ListQuery{Type: typ, Limit: 4}, true)
+			var plan []struct{ Detail string }
+			if err := e.db.Raw("EXPLAIN QUERY PLAN "+stmt, args...).Scan(&plan).Error; err != nil {
+				t.Fatal(err)
+			}
+			if len(plan) == 0 || !strings.Contains(plan[0].Detail, index) {
+				t.Errorf("%s: plan %+v, want %s", stmt, plan, index)
+			}
 		}
 	}
 	all, err := e.jour.List(ctx, "brom", ListQuery{})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -142,8 +143,46 @@ func Migrations() []store.Migration {
 		},
 		SQLite:   func(tx *gorm.DB) error { return latestSourceUp(tx, latestSourceSQLite) },
 		Postgres: func(tx *gorm.DB) error { return latestSourceUp(tx, latestSourcePostgres) },
+	}, {
+		// A busy tick writes an entry or more of the common types (what
+		// was said, what was seen), and each went into an index on its
+		// type and one on the newest message it cites: two more pages of
+		// the NPC's to write at every commit. Those entries are never read
+		// through either: a list of a common type reads the NPC's entries
+		// newest first, nearly all of that type, and only notable entries
+		// are looked up by the messages they cite (sleep.Compactor.Pinned).
+		// Each index now holds the rows it finds alone.
+		Component: "journal", Version: 8, Name: "indexes of the rarer types and of the notable entries alone",
+		Up: func(tx *gorm.DB) error {
+			entries, err := tableName(tx, &Entry{})
+			if err != nil {
+				return err
+			}
+			return store.Exec(tx,
+				`DROP INDEX IF EXISTS idx_journal_char_type`,
+				`CREATE INDEX IF NOT EXISTS idx_journal_rare_type ON `+entries+` (character_id, type) WHERE `+rareTypeWhere,
+				`DROP INDEX IF EXISTS idx_journal_char_source`,
+				`CREATE INDEX IF NOT EXISTS idx_journal_notable_source ON `+entries+` (character_id, latest_source) WHERE `+notableWhere)
+		},
 	}}
 }
+
+// NotableImportance is the importance from which an entry is notable: a
+// compaction keeps the notable entries citing its span word for word
+// (sleep.PinImportance), and finds them through an index that holds
+// them alone (ListQuery.CitingFrom).
+const NotableImportance = 8
+
+// rareTypeWhere and notableWhere select the entries of the partial indexes
+// of journal migration 8, in their words: a database uses a partial index
+// only for a query whose condition it can tell implies the index's, so the
+// values are written out, not parameters (see listSQL). CommonTypes are
+// the types rareTypeWhere leaves out.
+var (
+	CommonTypes   = []string{TypeObservation, TypeConversation}
+	rareTypeWhere = "type NOT IN ('" + TypeObservation + "', '" + TypeConversation + "')"
+	notableWhere  = "importance >= " + strconv.Itoa(NotableImportance)
+)
 
 // latestSourceSQLite and latestSourcePostgres are the newest message id in
 // an entry's sources, for the entries written before migration 7: on
@@ -280,9 +319,11 @@ type ListQuery struct {
 	MinImportance  int
 	SourceMessages []int64 // only entries citing one of these message ids (filtered in Go)
 	// CitingFrom, when set, reads only the entries citing a message of
-	// this id or a newer one (Entry.LatestSource), through an index: with
-	// SourceMessages from this id on, the journal is not read whole for
-	// the entries citing the live history.
+	// this id or a newer one (Entry.LatestSource), through an index when
+	// MinImportance is NotableImportance or more (the index holds the
+	// notable entries alone): with SourceMessages from this id on, the
+	// journal is not read whole for the notable entries citing the live
+	// history.
 	CitingFrom int64
 }
 
@@ -363,6 +404,12 @@ func listSQL(id string, lq ListQuery, sqlite bool) (string, []any) {
 	if lq.Limit > 0 {
 		shape, args = shape|16, append(args, lq.Limit)
 	}
+	if lq.Type != "" && !slices.Contains(CommonTypes, lq.Type) {
+		shape |= 32 // through the index of the rarer types
+	}
+	if lq.CitingFrom > 0 && lq.MinImportance >= NotableImportance {
+		shape |= 64 // through the index of the notable entries
+	}
 	if sqlite {
 		return listTexts[1][shape], args
 	}
@@ -370,14 +417,22 @@ func listSQL(id string, lq ListQuery, sqlite bool) (string, []any) {
 }
 
 // listTexts holds listSQL's statements, by dialect (SQLite second) and
-// shape.
-var listTexts = func() (out [2][32]string) {
-	for shape := range 32 {
+// shape. A list of a rarer type, and one of the notable entries citing
+// some message on, repeat their partial index's condition (see
+// rareTypeWhere), so that the database reads them through it.
+var listTexts = func() (out [2][128]string) {
+	for shape := range 128 {
 		q := "SELECT " + entryList + " FROM entries WHERE character_id = ?"
 		for i, cond := range []string{" AND type = ?", " AND id < ?", " AND importance >= ?", " AND latest_source >= ?"} {
 			if shape&(1<<i) != 0 {
 				q += cond
 			}
+		}
+		if shape&32 != 0 {
+			q += " AND " + rareTypeWhere
+		}
+		if shape&64 != 0 {
+			q += " AND " + notableWhere
 		}
 		if shape&16 != 0 {
 			q += " ORDER BY id DESC LIMIT ?"

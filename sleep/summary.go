@@ -28,8 +28,9 @@ var SummarySections = []string{
 }
 
 // PinImportance is the journal importance from which an entry about the
-// compacted span is pinned into the summary verbatim.
-const PinImportance = 8
+// compacted span is pinned into the summary verbatim: the journal's
+// notable entries, which it finds through an index of them alone.
+const PinImportance = journal.NotableImportance
 
 // Transcript limits: how much of one message the summarizer sees.
 const (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/npcd/npcd/internal/text"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -235,19 +236,25 @@ func (e *Engine) checkEventTimes(ctx context.Context, in []EventInput) error {
 		// within the lead of npcd's clock need no query.
 		return nil
 	}
-	clock, err := e.deps.Characters.WorldClock(ctx)
-	if err != nil || clock.IsZero() || clock.Year() <= 1 {
-		return err
-	}
-	if now.After(clock) {
-		clock = now
-	}
-	for i, ev := range in {
-		if !ev.At.IsZero() && ev.At.Sub(clock) > e.cfg.MaxEventLead {
+	// The clock as this daemon knows it first; read again from the NPCs
+	// before an event is refused, since other daemons tick NPCs too.
+	for _, fresh := range []bool{false, true} {
+		clock, err := e.deps.Characters.WorldClock(ctx, fresh)
+		if err != nil || clock.IsZero() || clock.Year() <= 1 {
+			return err
+		}
+		if now.After(clock) {
+			clock = now
+		}
+		i := slices.IndexFunc(in, func(ev EventInput) bool { return !ev.At.IsZero() && ev.At.Sub(clock) > e.cfg.MaxEventLead })
+		if i < 0 {
+			return nil
+		}
+		if fresh {
 			return &character.UnfitError{Field: fmt.Sprintf("events[%d].at", i), Message: fmt.Sprintf(
 				"%s is more than %s ahead of the game's clock (%s: the latest game time any NPC perceived, or npcd's clock when later); "+
 					"an NPC's clock never goes back, so a wrong date would pin it there",
-				ev.At.UTC().Format(time.RFC3339), leadText(e.cfg.MaxEventLead), clock.Format(time.RFC3339))}
+				in[i].At.UTC().Format(time.RFC3339), leadText(e.cfg.MaxEventLead), clock.Format(time.RFC3339))}
 		}
 	}
 	return nil
