@@ -8,7 +8,9 @@ import (
 // The reads below serve the admin's inspection of an NPC (package
 // inspect).
 
-// CountByType counts NPC npc's journal entries by type.
+// CountByType counts NPC npc's journal entries by type. Entries of the
+// common types are in no index of types (journal migration 8), so it
+// reads the NPC's rows: some 200 ms for 100,000 entries.
 func (s *Store) CountByType(ctx context.Context, npc string) (map[string]int, error) {
 	var rows []struct {
 		K string
