@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -119,5 +120,26 @@ func BenchmarkArchiveSpan(b *testing.B) {
 			b.Fatal(err)
 		}
 		w.live[n] = w.live[n][span:]
+	}
+}
+
+// BenchmarkAdvanceState writes one tick's state (its counters and a later
+// game time), in a transaction of its own, in a world of 100 NPCs, the NPCs
+// taking turns, as a tick's commit does. An NPC's game time is in no index
+// (migration character v11).
+func BenchmarkAdvanceState(b *testing.B) {
+	w := newWriteWorld(b, 1)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for i := 0; b.Loop(); i++ {
+		cols := map[string]any{"tick": int64(i/benchNPCs + 1), "turn": int64(i/benchNPCs + 1), "resume": false,
+			"game_time": at.Add(time.Duration(i) * time.Second)}
+		err := w.db.Transaction(func(tx *gorm.DB) error {
+			_, _, err := w.s.WithTx(tx).AdvanceState(ctx, benchNPC(i), cols, character.HistoryDelta{}, 0)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 }
