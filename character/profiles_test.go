@@ -3,12 +3,13 @@ package character_test
 import (
 	"context"
 	"errors"
-	"gorm.io/gorm"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"gorm.io/gorm"
 
 	"github.com/npcd/npcd/character"
 	"github.com/npcd/npcd/store"
@@ -425,5 +426,108 @@ func TestAddFactsIsAddFactInTurn(t *testing.T) {
 	}
 	if fs, _ := s.Facts(ctx, "brom", "erin", false); len(fs) != 0 {
 		t.Errorf("the refused batch stored %d facts", len(fs))
+	}
+}
+
+// A name seen alone resolves to the profile of the game actor most
+// recently seen under it, whatever the case, through the index of the
+// actors' names (migration character v12): the index follows a rename
+// by a sighting and by UpsertProfile, prefers an actor to a profile keyed
+// by the name, and serves a fact's entity as it serves a sighting.
+func TestActorNamesFollowRenames(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	putNPC(t, s, "brom")
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	seen := func(entity, name string, h int) {
+		t.Helper()
+		// Alone, and inside a transaction (SQLite's prepared statement).
+		var err error
+		if h%2 == 0 {
+			err = s.NoteSeen(ctx, "brom", entity, name, at.Add(time.Duration(h)*time.Hour))
+		} else {
+			err = s.DB().Transaction(func(tx *gorm.DB) error {
+				return s.WithTx(tx).NoteSeen(ctx, "brom", entity, name, at.Add(time.Duration(h)*time.Hour))
+			})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mentions := func(want map[string]int) {
+		t.Helper()
+		ps, err := s.Profiles(ctx, "brom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, p := range ps {
+			got[p.Entity] = p.Mentions
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("mentions by profile %v, want %v", got, want)
+		}
+	}
+	seen("carl", "", 0) // a profile keyed by the name
+	seen(character.ActorKey("a2"), "Bob", 1)
+	seen(character.ActorKey("a1"), "Bob", 2)
+	seen("BOB", "", 3) // a1, seen last under the name
+	mentions(map[string]int{"carl": 1, "@a2": 1, "@a1": 2})
+	seen(character.ActorKey("a1"), "Robert", 4) // renamed by a sighting
+	seen("bob", "", 5)                          // the only Bob left
+	seen("robert", "", 6)
+	mentions(map[string]int{"carl": 1, "@a2": 2, "@a1": 4})
+	if _, err := s.UpsertProfile(ctx, "brom", character.ProfileUpdate{Entity: "@a2", Name: "Bobby"}); err != nil {
+		t.Fatal(err)
+	}
+	seen("bob", "", 7) // no actor is Bob now: the name's own profile
+	seen(character.ActorKey("a3"), "Carl", 8)
+	seen("Carl", "", 9) // an actor under the name comes first
+	mentions(map[string]int{"carl": 1, "@a2": 2, "@a1": 4, "bob": 1, "@a3": 2})
+	fs, _, err := s.AddFacts(ctx, "brom", character.Fact{Entity: "bobby", Content: "sells eels", Source: "tool"},
+		character.Fact{Entity: "robert", Content: "owes 5 gold", Source: "tool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs[0].Entity != "@a2" || fs[1].Entity != "@a1" {
+		t.Fatalf("facts about bobby and robert went to %q and %q, want @a2 and @a1", fs[0].Entity, fs[1].Entity)
+	}
+	if !store.IsSQLite(s.DB()) {
+		return
+	}
+	var plan []struct{ Detail string }
+	if err := s.DB().Raw("EXPLAIN QUERY PLAN SELECT `entity` FROM `profiles` WHERE character_id = ? AND name_key = ? ORDER BY last_seen DESC LIMIT 1", "brom", "bob").Scan(&plan).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) == 0 || !strings.Contains(plan[0].Detail, "idx_profiles_actor_name") {
+		t.Errorf("the actors under a name are found by %+v, want idx_profiles_actor_name", plan)
+	}
+}
+
+// Migration character v12 indexes the names of the actors' profiles
+// written before it: a name seen alone then finds them.
+func TestActorNamesIndexedByTheMigration(t *testing.T) {
+	ctx := context.Background()
+	all := character.Migrations()
+	db := migratedDB(t, all[:len(all)-1])
+	s := character.NewStore(db)
+	putNPC(t, s, "brom")
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	if err := db.Exec("INSERT INTO profiles (character_id, entity, name, mentions, first_seen, last_seen, updated_at) VALUES (?, ?, ?, 1, ?, ?, ?)",
+		"brom", character.ActorKey("a1"), "Bob", at, at, at).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(ctx, db, all); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.NoteSeen(ctx, "brom", "bob", "", at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := s.Profiles(ctx, "brom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || ps[0].Entity != "@a1" || ps[0].Mentions != 2 {
+		t.Fatalf("profiles %+v, want the actor's seen twice", ps)
 	}
 }

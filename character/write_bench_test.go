@@ -143,3 +143,37 @@ func BenchmarkAdvanceState(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSightingByName notes a sighting of a name alone (an event with
+// no actor id), in a transaction of its own, by an NPC that knows 2,500
+// actors by id: the name is looked up among their names through an index
+// (migration character v12), not by reading each of their profiles.
+func BenchmarkSightingByName(b *testing.B) {
+	ctx := context.Background()
+	s := character.NewStore(dbtest.Open(b))
+	if err := store.Migrate(ctx, s.DB(), character.Migrations()); err != nil {
+		b.Fatal(err)
+	}
+	c := valid()
+	c.ID = "brom"
+	if _, err := s.Put(ctx, c); err != nil {
+		b.Fatal(err)
+	}
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	err := s.DB().Transaction(func(tx *gorm.DB) error {
+		for k := range 2500 {
+			if err := s.WithTx(tx).NoteSeen(ctx, "brom", character.ActorKey(fmt.Sprintf("acct:%d", k)), fmt.Sprintf("Traveller %d", k), at); err != nil {
+				return err
+			}
+		}
+		return s.WithTx(tx).NoteSeen(ctx, "brom", "alice", "", at)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; b.Loop(); i++ {
+		if err := s.NoteSeen(ctx, "brom", "alice", "", at.Add(time.Duration(i)*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
