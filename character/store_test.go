@@ -1601,16 +1601,17 @@ func TestLiveMessagesShareTheirRepeatedWords(t *testing.T) {
 // The world's clock is read from the NPCs' rows once, then moved on by
 // the ticks the Store commits, never back. A game time another process
 // wrote is seen only when the clock is asked for fresh, and a fresh clock
-// is read again at most once in a second.
+// is read again at most once in a second of the caller's clock.
 func TestWorldClockFollowsTheTicks(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	putNPC(t, s, "brom")
 	putNPC(t, s, "mara")
 	at := func(days int) time.Time { return time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, days) }
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	clock := func(fresh bool, want time.Time, why string) {
 		t.Helper()
-		got, err := s.WorldClock(ctx, fresh)
+		got, err := s.WorldClock(ctx, fresh, now)
 		if err != nil || !got.Equal(want) {
 			t.Fatalf("%s: world clock %v (%v), want %v", why, got, err, want)
 		}
@@ -1625,15 +1626,19 @@ func TestWorldClockFollowsTheTicks(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock(false, at(10), "another process's tick, not asked fresh")
-	character.SetClockReadAt(s, time.Now())
-	clock(true, at(10), "asked fresh again within a second")
-	character.SetClockReadAt(s, time.Now().Add(-2*time.Second))
 	clock(true, at(400), "asked fresh")
+	if err := s.DB().Exec("UPDATE characters SET game_time = ? WHERE id = ?", at(450), "mara").Error; err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(900 * time.Millisecond)
+	clock(true, at(400), "asked fresh again within a second")
+	now = now.Add(200 * time.Millisecond)
+	clock(true, at(450), "asked fresh a second later")
 	// A tick of an earlier time leaves it; one inside a transaction moves it on.
 	if _, _, err := s.AdvanceState(ctx, "brom", map[string]any{"tick": 2, "game_time": at(20)}, character.HistoryDelta{}, 0); err != nil {
 		t.Fatal(err)
 	}
-	clock(false, at(400), "after a tick of an earlier time")
+	clock(false, at(450), "after a tick of an earlier time")
 	err := s.DB().Transaction(func(tx *gorm.DB) error {
 		_, _, err := s.WithTx(tx).AdvanceState(ctx, "brom", map[string]any{"tick": 3, "game_time": at(500)}, character.HistoryDelta{}, 0)
 		return err
@@ -1643,7 +1648,7 @@ func TestWorldClockFollowsTheTicks(t *testing.T) {
 	}
 	clock(false, at(500), "after a tick inside a transaction")
 	// A new Store reads it from the rows.
-	if got, err := character.NewStore(s.DB()).WorldClock(ctx, false); err != nil || !got.Equal(at(500)) {
+	if got, err := character.NewStore(s.DB()).WorldClock(ctx, false, now); err != nil || !got.Equal(at(500)) {
 		t.Fatalf("a new Store: world clock %v (%v), want %v", got, err, at(500))
 	}
 }

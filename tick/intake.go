@@ -237,11 +237,18 @@ func (e *Engine) checkEventTimes(ctx context.Context, in []EventInput) error {
 		return nil
 	}
 	// The clock as this daemon knows it first; read again from the NPCs
-	// before an event is refused, since other daemons tick NPCs too.
+	// before an event is refused, or taken as unset, since other daemons
+	// tick NPCs too.
 	for _, fresh := range []bool{false, true} {
-		clock, err := e.deps.Characters.WorldClock(ctx, fresh)
-		if err != nil || clock.IsZero() || clock.Year() <= 1 {
+		clock, err := e.deps.Characters.WorldClock(ctx, fresh, now)
+		if err != nil {
 			return err
+		}
+		if clock.IsZero() || clock.Year() <= 1 {
+			if fresh {
+				return nil
+			}
+			continue
 		}
 		if now.After(clock) {
 			clock = now
