@@ -114,7 +114,7 @@ func resolveEntity(tx *gorm.DB, id, entity string) (string, error) {
 // recently saw under the name key, if any.
 func resolveQuery(tx *gorm.DB, id, key string) *gorm.DB {
 	return tx.Session(&gorm.Session{NewDB: true}).Model(&Profile{}).Select("entity").
-		Where(actorNamed(tx, false), id, key).Order("last_seen DESC").Limit(1)
+		Where(actorNamed(store.IsSQLite(tx), false), id, key).Order("last_seen DESC").Limit(1)
 }
 
 // NoteSeen records that NPC id perceived entity (a name or a key made by
@@ -234,7 +234,7 @@ func noteSeenSQL(named, actor bool) string {
 	}
 	// The actor's profile under the name, through the index of their names
 	// (migration character v12).
-	return q + "COALESCE((SELECT `entity` FROM `profiles` WHERE character_id = ? AND name_key = ? ORDER BY last_seen DESC LIMIT 1), ?)"
+	return q + "COALESCE((SELECT `entity` FROM `profiles` WHERE " + actorNamed(true, false) + " ORDER BY last_seen DESC LIMIT 1), ?)"
 }
 
 // FactAction says what AddFact did.
@@ -393,7 +393,7 @@ func resolveEntities(tx *gorm.DB, id string, fs []Fact) ([]string, error) {
 	if len(names) > 0 {
 		var rows []struct{ Entity, Lname string }
 		err := tx.Model(&Profile{}).Select("entity, LOWER(name) AS lname").
-			Where(actorNamed(tx, true), id, names).
+			Where(actorNamed(store.IsSQLite(tx), true), id, names).
 			Order("last_seen DESC").Scan(&rows).Error
 		if err != nil {
 			return nil, fmt.Errorf("resolve entities of %q: %w", id, err)

@@ -229,17 +229,15 @@ var actorNameSQLite = []string{
 // under a lowered name (or, with in, any of a list of them), bound after
 // the NPC: on SQLite through name_key, on PostgreSQL through the index of
 // lowered names (migration character v12).
-func actorNamed(db *gorm.DB, in bool) string {
-	if store.IsSQLite(db) {
-		if in {
-			return "character_id = ? AND name_key IN ?"
-		}
-		return "character_id = ? AND name_key = ?"
+func actorNamed(sqlite, in bool) string {
+	q := "character_id = ? AND name_key"
+	if !sqlite {
+		q = "character_id = ? AND " + actorEntity + " AND LOWER(name)"
 	}
 	if in {
-		return "character_id = ? AND " + actorEntity + " AND LOWER(name) IN ?"
+		return q + " IN ?"
 	}
-	return "character_id = ? AND " + actorEntity + " AND LOWER(name) = ?"
+	return q + " = ?"
 }
 
 // profileShown is the condition, on SQLite, under which an update of a

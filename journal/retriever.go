@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -611,7 +612,8 @@ func (r *Retriever) trim(x *npcIndex, size int64) int64 {
 func (r *Retriever) startPacking() {
 	if !r.packing.Swap(true) {
 		r.log.Info().Int64("cache_limit_bytes", r.cfg.cacheBytes).
-			Msg("the search index cache outgrew its budget: indexes of vectors of at most 256 dimensions (the offline embedder's) now hold them packed, their nonzero codes only, before any vector is released or index dropped (raise NPCD_INDEX_CACHE_MB to keep them whole)")
+			Msg("the search index cache outgrew its budget: indexes of vectors of at most " + strconv.Itoa(maxPackedDims) +
+				" dimensions (the offline embedder's) now hold them packed, their nonzero codes only, before any vector is released or index dropped (raise NPCD_INDEX_CACHE_MB to keep them whole)")
 	}
 }
 

@@ -176,11 +176,11 @@ const NotableImportance = 8
 // rareTypeWhere and notableWhere select the entries of the partial indexes
 // of journal migration 8, in their words: a database uses a partial index
 // only for a query whose condition it can tell implies the index's, so the
-// values are written out, not parameters (see listSQL). CommonTypes are
+// values are written out, not parameters (see listSQL). commonTypes are
 // the types rareTypeWhere leaves out.
 var (
-	CommonTypes   = []string{TypeObservation, TypeConversation}
-	rareTypeWhere = "type NOT IN ('" + TypeObservation + "', '" + TypeConversation + "')"
+	commonTypes   = []string{TypeObservation, TypeConversation}
+	rareTypeWhere = "type NOT IN ('" + strings.Join(commonTypes, "', '") + "')"
 	notableWhere  = "importance >= " + strconv.Itoa(NotableImportance)
 )
 
@@ -404,7 +404,7 @@ func listSQL(id string, lq ListQuery, sqlite bool) (string, []any) {
 	if lq.Limit > 0 {
 		shape, args = shape|16, append(args, lq.Limit)
 	}
-	if lq.Type != "" && !slices.Contains(CommonTypes, lq.Type) {
+	if lq.Type != "" && !slices.Contains(commonTypes, lq.Type) {
 		shape |= 32 // through the index of the rarer types
 	}
 	if lq.CitingFrom > 0 && lq.MinImportance >= NotableImportance {
