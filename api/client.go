@@ -185,8 +185,14 @@ func (c *Client) Actions(ctx context.Context, after int64, limit int, wait time.
 // TickMany ticks the given NPCs in parallel; with none, every NPC with
 // pending events or posted tool results.
 func (c *Client) TickMany(ctx context.Context, ids []string) (*BatchTickResponse, error) {
+	return c.TickBatch(ctx, BatchTickRequest{NPCs: ids})
+}
+
+// TickBatch sends a batch tick as req states it: its NPCs, their
+// idempotency keys, and events to post for them before they tick.
+func (c *Client) TickBatch(ctx context.Context, req BatchTickRequest) (*BatchTickResponse, error) {
 	out := new(BatchTickResponse)
-	if _, err := c.do(ctx, http.MethodPost, "/v1/tick", nil, BatchTickRequest{NPCs: ids}, out); err != nil {
+	if _, err := c.do(ctx, http.MethodPost, "/v1/tick", nil, req, out); err != nil {
 		return nil, err
 	}
 	return out, nil

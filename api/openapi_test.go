@@ -173,7 +173,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"SleepSettings": SleepSettings{}, "Tool": Tool{}, "NPC": NPC{}, "NPCList": NPCList{}, "Context": tick.Context{},
 		"Event": Event{}, "EventsRequest": EventsRequest{}, "EventsAccepted": EventsAccepted{},
 		"TickResult": tick.Result{}, "Action": tick.Action{}, "Usage": tick.Usage{}, "Compaction": tick.Compaction{},
-		"BatchTickRequest": BatchTickRequest{}, "BatchTickResponse": BatchTickResponse{}, "BatchError": BatchError{}, "BatchLine": BatchLine{}, "AutoTickSettings": AutoTickSettings{},
+		"BatchTickRequest": BatchTickRequest{}, "BatchTickResponse": BatchTickResponse{}, "BatchError": BatchError{}, "BatchLine": BatchLine{}, "BatchEvents": BatchEvents{}, "NPCEvents": NPCEvents{}, "AutoTickSettings": AutoTickSettings{},
 		"Feed": Feed{}, "FeedTick": FeedTick{},
 		"ToolResult": ToolResult{}, "ToolResultsRequest": ToolResultsRequest{}, "ToolResultsAccepted": ToolResultsAccepted{},
 		"CompactRequest": CompactRequest{}, "CompactResponse": CompactResponse{},

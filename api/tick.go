@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/npcd/npcd/character"
@@ -25,6 +26,24 @@ type eventIn struct {
 	At string `json:"at"`
 }
 
+// eventInputs converts decoded events, their times parsed; a bad time is a
+// *requestError naming the event (events[i].at).
+func eventInputs(in []eventIn) ([]tick.EventInput, error) {
+	evs := make([]tick.EventInput, len(in))
+	for i, ev := range in {
+		evs[i] = tick.EventInput{ID: ev.ID, Kind: ev.Kind, Actor: ev.Actor, ActorID: ev.ActorID, ActorName: ev.ActorName, Target: ev.Target, Text: ev.Text, Room: ev.Room, Self: ev.Self}
+		if ev.At == "" {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, ev.At)
+		if err != nil {
+			return nil, badRequest(fmt.Sprintf("events[%d].at", i), "must be an RFC 3339 time such as 2026-11-21T10:00:00Z, got %q", text.Clip(ev.At, 40))
+		}
+		evs[i].At = at
+	}
+	return evs, nil
+}
+
 func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	id, err := npcID(r)
 	if err != nil {
@@ -36,17 +55,9 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := s.readJSON(w, r, &in, true); err != nil {
 		return err
 	}
-	evs := make([]tick.EventInput, len(in.Events))
-	for i, ev := range in.Events {
-		evs[i] = tick.EventInput{ID: ev.ID, Kind: ev.Kind, Actor: ev.Actor, ActorID: ev.ActorID, ActorName: ev.ActorName, Target: ev.Target, Text: ev.Text, Room: ev.Room, Self: ev.Self}
-		if ev.At == "" {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339, ev.At)
-		if err != nil {
-			return badRequest(fmt.Sprintf("events[%d].at", i), "must be an RFC 3339 time such as 2026-11-21T10:00:00Z, got %q", text.Clip(ev.At, 40))
-		}
-		evs[i].At = at
+	evs, err := eventInputs(in.Events)
+	if err != nil {
+		return err
 	}
 	accepted, duplicates, err := s.deps.Engine.PostEvents(r.Context(), id, evs)
 	if err != nil {
@@ -75,11 +86,21 @@ func (s *Server) tick(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// batchTickIn is a BatchTickRequest as decoded, its events' times as text
+// (eventIn).
+type batchTickIn struct {
+	NPCs   []string             `json:"npcs"`
+	Keys   map[string]string    `json:"keys"`
+	Scope  string               `json:"scope"`
+	Events map[string][]eventIn `json:"events"`
+}
+
 func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
-	var in BatchTickRequest
-	if err := s.readJSON(w, r, &in, false); err != nil {
+	var body batchTickIn
+	if err := s.readJSON(w, r, &body, false); err != nil {
 		return err
 	}
+	in := BatchTickRequest{NPCs: body.NPCs, Keys: body.Keys, Scope: body.Scope}
 	if len(in.NPCs) > MaxBatchNPCs {
 		return badRequest("npcs", "at most %d npcs per batch", MaxBatchNPCs)
 	}
@@ -115,6 +136,14 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("keys."+npc, "must be 1-%d printable ASCII characters without spaces", tick.MaxKeyBytes)
 		}
 	}
+	for npc := range body.Events {
+		switch {
+		case len(in.NPCs) == 0:
+			return badRequest("events", "needs the npcs they are for listed in npcs")
+		case !seen[npc]:
+			return badRequest("events."+text.Clip(npc, 64), "names no npc of npcs")
+		}
+	}
 	ctx := r.Context()
 	if len(in.NPCs) == 0 { // every pending NPC (of the scope)
 		var err error
@@ -132,8 +161,9 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 		s.logProblem(r, npc, p, err)
 		return BatchError{NPC: npc, Code: p.code, Error: p.message}
 	}
+	posted := s.postBatchEvents(ctx, ids, body.Events, failure)
 	if wantsNDJSON(r) {
-		return s.streamBatch(ctx, w, in, ids, invalid, failure)
+		return s.streamBatch(ctx, w, in, ids, invalid, posted, failure)
 	}
 	results := make([]*TickResult, len(ids))
 	failed := map[string]BatchError{}
@@ -147,6 +177,12 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 		results[i] = res
 	})
 	out := BatchTickResponse{Results: []*TickResult{}, Errors: []BatchError{}}
+	if len(posted) > 0 {
+		out.Events = make(map[string]BatchEvents, len(posted))
+		for _, p := range posted {
+			out.Events[p.NPC] = p.BatchEvents
+		}
+	}
 	for _, res := range results {
 		if res != nil {
 			out.Results = append(out.Results, res)
@@ -170,6 +206,48 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// postBatchEvents posts the events a batch tick carries for NPCs of ids,
+// as POST /v1/npcs/{npc}/events would, before any of them ticks: the
+// posts run in parallel (at most tick.MaxBatchWorkers at once), so that
+// their commits are grouped as the ticks' are. It returns what became of
+// each NPC's events, in the order of ids. An NPC whose events were refused
+// (a malformed event, an unknown NPC, a full inbox) still ticks, as it would
+// after a refused post: its pending events are consumed, and the refusal is
+// told beside its tick (NPCEvents.Code and Error).
+func (s *Server) postBatchEvents(ctx context.Context, ids []string, events map[string][]eventIn, failure func(string, error) BatchError) []NPCEvents {
+	var out []NPCEvents
+	for _, id := range ids {
+		if evs, ok := events[id]; ok {
+			out = append(out, NPCEvents{NPC: id, events: evs})
+		}
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(tick.MaxBatchWorkers, len(out)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				p := &out[i]
+				evs, err := eventInputs(p.events)
+				if err == nil {
+					p.Accepted, p.Duplicates, err = s.deps.Engine.PostEvents(ctx, p.NPC, evs)
+				}
+				if err != nil {
+					be := failure(p.NPC, err)
+					p.Code, p.Error = be.Code, be.Error
+				}
+			}
+		}()
+	}
+	for i := range out {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return out
+}
+
 // wantsNDJSON reports whether the request asks for an NDJSON stream.
 func wantsNDJSON(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept") {
@@ -186,7 +264,7 @@ func wantsNDJSON(r *http.Request) bool {
 // streamBatch answers a batch tick as NDJSON: the malformed ids first,
 // then one line per NPC as its tick ends.
 func (s *Server) streamBatch(ctx context.Context, w http.ResponseWriter, in BatchTickRequest, ids []string, invalid map[int]BatchError,
-	failure func(string, error) BatchError) error {
+	posted []NPCEvents, failure func(string, error) BatchError) error {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -204,6 +282,9 @@ func (s *Server) streamBatch(ctx context.Context, w http.ResponseWriter, in Batc
 		if be, ok := invalid[i]; ok {
 			line(BatchLine{Error: &be})
 		}
+	}
+	for i := range posted {
+		line(BatchLine{Events: &posted[i]})
 	}
 	if len(ids) == 0 {
 		_ = rc.Flush()

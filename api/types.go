@@ -116,6 +116,11 @@ type BatchTickRequest struct {
 	Keys map[string]string `json:"keys,omitempty"`
 	// Scope limits an empty NPCs to the pending NPCs of one scope.
 	Scope string `json:"scope,omitempty"`
+	// Events maps NPCs of NPCs to events to post for them before the
+	// batch ticks, as POST /v1/npcs/{npc}/events does: a world's events
+	// and its tick in one request. An NPC ticks whatever became of its
+	// events; BatchTickResponse.Events says.
+	Events map[string][]Event `json:"events,omitempty"`
 }
 
 // BatchLine is one line of a batch tick answered as NDJSON: the result of
@@ -123,6 +128,28 @@ type BatchTickRequest struct {
 type BatchLine struct {
 	Result *TickResult `json:"result,omitempty"`
 	Error  *BatchError `json:"error,omitempty"`
+	// Events is what became of the events the request carried for one
+	// NPC; these lines come before any tick's.
+	Events *NPCEvents `json:"events,omitempty"`
+}
+
+// BatchEvents is what became of the events a batch tick carried for one
+// NPC: how many were stored and how many ignored as seen before, or, when
+// they were refused, the code and message POST /v1/npcs/{npc}/events would
+// have answered (nothing of them stored).
+type BatchEvents struct {
+	Accepted   int    `json:"accepted"`
+	Duplicates int    `json:"duplicates"`
+	Code       string `json:"code,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// NPCEvents is BatchEvents with the NPC it is about, a line of an NDJSON
+// batch tick.
+type NPCEvents struct {
+	NPC string `json:"npc"`
+	BatchEvents
+	events []eventIn // as decoded, until posted
 }
 
 // Feed is a page of the action feed, GET /v1/actions; see tick.Feed.
@@ -136,6 +163,9 @@ type FeedTick = tick.FeedTick
 type BatchTickResponse struct {
 	Results []*TickResult `json:"results"`
 	Errors  []BatchError  `json:"errors"`
+	// Events maps the NPCs the request carried events for to what became
+	// of them; absent when it carried none.
+	Events map[string]BatchEvents `json:"events,omitempty"`
 }
 
 // BatchError is one NPC's failure in a batch tick. Error is the same safe

@@ -14,9 +14,10 @@ import (
 
 // benchHTTP measures ticks through the real daemon on a loopback port, in
 // the same process: concurrent clients post an event and tick one NPC each
-// (mode "npc"), or post events to every NPC and tick them in batches of
-// batchSize with POST /v1/tick (mode "batch"). Latencies are whole requests,
-// the model's time included.
+// (mode "npc", two requests), or tick the NPCs in batches of batchSize with
+// POST /v1/tick, each request carrying its NPCs' events (mode "batch", one
+// request). Both count the posting of the events. Latencies are whole
+// requests, the model's time included.
 func benchHTTP(ctx context.Context, h Harness, b TickOptions, n int, mode string) (*TickMeasure, error) {
 	addr, stop, err := h.Serve(ctx, ServeOptions{MaxCalls: b.Workers, IndexCacheMB: b.CacheMB})
 	if err != nil {
@@ -45,11 +46,6 @@ func benchHTTP(ctx context.Context, h Harness, b TickOptions, n int, mode string
 	for r := 0; r < rounds; r++ {
 		var units [][]string // what one request ticks
 		if mode == "batch" {
-			for _, id := range ids {
-				if _, err := client.PostEvents(ctx, id, event(id, r)); err != nil {
-					return nil, err
-				}
-			}
 			for i := 0; i < len(ids); i += batchSize {
 				units = append(units, ids[i:min(i+batchSize, len(ids))])
 			}
@@ -70,9 +66,13 @@ func benchHTTP(ctx context.Context, h Harness, b TickOptions, n int, mode string
 					t0 := time.Now()
 					var err error
 					if mode == "batch" {
+						req := api.BatchTickRequest{NPCs: u, Events: make(map[string][]api.Event, len(u))}
+						for _, id := range u {
+							req.Events[id] = event(id, r)
+						}
 						var res *api.BatchTickResponse
-						if res, err = client.TickMany(ctx, u); err == nil && len(res.Errors) > 0 {
-							err = fmt.Errorf("batch tick: %s: %s", res.Errors[0].NPC, res.Errors[0].Error)
+						if res, err = client.TickBatch(ctx, req); err == nil {
+							err = batchFailure(res, u)
 						}
 					} else {
 						if _, err = client.PostEvents(ctx, u[0], event(u[0], r)); err == nil {
@@ -117,4 +117,18 @@ func benchHTTP(ctx context.Context, h Harness, b TickOptions, n int, mode string
 		CPUMSPerTick: msOf(cpu) / float64(len(lat)),
 		PeakRSSMiB:   float64(ru.Maxrss) / 1024,
 	}, nil
+}
+
+// batchFailure is the first failure a batch tick of ids answered: an NPC
+// that did not tick, events refused, or events not stored.
+func batchFailure(res *api.BatchTickResponse, ids []string) error {
+	if len(res.Errors) > 0 {
+		return fmt.Errorf("batch tick: %s: %s", res.Errors[0].NPC, res.Errors[0].Error)
+	}
+	for _, id := range ids {
+		if ev := res.Events[id]; ev.Error != "" || ev.Accepted != 1 {
+			return fmt.Errorf("batch tick: the event for %s: %+v", id, ev)
+		}
+	}
+	return nil
 }

@@ -107,7 +107,8 @@ func (b TickOptions) Check() error {
 // TickMeasure is one measurement, as --json prints it.
 type TickMeasure struct {
 	// Mode is "in-process", "http-npc" (a request per NPC tick) or
-	// "http-batch" (POST /v1/tick with 100 NPCs a request).
+	// "http-batch" (POST /v1/tick with 100 NPCs and their events a
+	// request).
 	Mode string `json:"mode"`
 	NPCs int    `json:"npcs"`
 	// Sitting numbers the measurement's sitting (--sittings), from 1.

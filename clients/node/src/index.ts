@@ -50,13 +50,27 @@ export type TickResult = Omit<Schemas["TickResult"], "actions"> & { actions: Act
 /** One NPC of a batch that did not tick. */
 export type BatchError = Schemas["BatchError"];
 
+/** What became of one NPC's events in a batch tick: stored, seen before, or refused (code and error). */
+export type BatchEvents = Schemas["BatchEvents"];
+
+/** BatchEvents with its NPC: a line of a streamed batch tick. */
+export type NPCEvents = Schemas["NPCEvents"];
+
 export interface BatchTickResponse {
   results: TickResult[];
   errors: BatchError[];
+  /** what became of the events the request carried, by NPC id */
+  events?: Record<string, BatchEvents>;
 }
 
-/** One line of a streamed batch tick: an NPC that ticked, or one that failed. */
-export type BatchItem = { result: TickResult; error?: undefined } | { error: BatchError; result?: undefined };
+/**
+ * One line of a streamed batch tick: an NPC that ticked, one that failed,
+ * or (first) what became of the events the request carried for an NPC.
+ */
+export type BatchItem =
+  | { result: TickResult; error?: undefined; events?: undefined }
+  | { error: BatchError; result?: undefined; events?: undefined }
+  | { events: NPCEvents; result?: undefined; error?: undefined };
 
 /** One committed tick in the action feed; cursor grows in commit order. */
 export type FeedTick = Omit<Schemas["FeedTick"], "actions"> & { actions: Action[] };
@@ -148,6 +162,8 @@ export interface BatchTickRequest {
   /** an idempotency key per NPC id */
   keys?: Record<string, string>;
   scope?: string;
+  /** events to post for NPCs of npcs before they tick, by NPC id: a world's events and its tick in one request */
+  events?: Record<string, Event[]>;
 }
 
 export const DEFAULT_URL = "http://127.0.0.1:8740";
@@ -250,6 +266,7 @@ export class Client {
     if (!type.startsWith("application/x-ndjson")) {
       // A daemon that does not stream answers the whole batch at once.
       const all = (await res.json()) as BatchTickResponse;
+      for (const [npc, ev] of Object.entries(all.events ?? {})) yield { events: { npc, ...ev } };
       for (const result of all.results) yield { result };
       for (const error of all.errors) yield { error };
       return;
@@ -416,6 +433,7 @@ function batchBody(req: BatchTickRequest): Record<string, unknown> {
   const body: Record<string, unknown> = { npcs: req.npcs ?? [] };
   if (req.keys && Object.keys(req.keys).length) body.keys = req.keys;
   if (req.scope) body.scope = req.scope;
+  if (req.events && Object.keys(req.events).length) body.events = req.events;
   return body;
 }
 

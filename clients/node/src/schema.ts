@@ -230,6 +230,9 @@ export interface paths {
          *     refusal of the whole batch (bad JSON, an id listed twice) keeps its 4xx
          *     JSON error. A client that reads a truncated stream finds the missing
          *     ticks in the action feed.
+         *
+         *     events carries events to post for the listed NPCs before they tick, so that
+         *     a world's events and its tick take one request instead of one per NPC.
          */
         post: operations["tickMany"];
         delete?: never;
@@ -946,15 +949,56 @@ export interface components {
              *     with a non-empty npcs list: 400 naming scope)
              */
             scope?: string;
+            /**
+             * @description events to post before the batch ticks, by NPC id (each NPC must be in npcs:
+             *     400 naming events.<npc> otherwise, and 400 naming events with an empty npcs
+             *     list), each list as the body of POST /v1/npcs/{npc}/events: a world's events
+             *     and its tick in one request. The posts run before any NPC ticks. An NPC's
+             *     events that are refused (a malformed event, an unknown NPC, a full inbox)
+             *     store nothing and are told in the response's events; the NPC still ticks, on
+             *     what it had pending, as it would after a refused post. Give events ids to
+             *     make a retried batch safe: events seen before are counted as duplicates, and
+             *     keys replay the ticks.
+             */
+            events?: {
+                [key: string]: components["schemas"]["Event"][];
+            };
         };
-        /** @description one line of a batch tick answered as application/x-ndjson; exactly one member is set */
+        /**
+         * @description one line of a batch tick answered as application/x-ndjson; exactly one member is
+         *     set. The events lines, one per NPC the request carried events for, come first.
+         */
         BatchLine: {
             result?: components["schemas"]["TickResult"];
             error?: components["schemas"]["BatchError"];
+            events?: components["schemas"]["NPCEvents"];
         };
         BatchTickResponse: {
             results: components["schemas"]["TickResult"][];
             errors: components["schemas"]["BatchError"][];
+            /** @description what became of the events the request carried, by NPC id; absent when it carried none */
+            events?: {
+                [key: string]: components["schemas"]["BatchEvents"];
+            };
+        };
+        /**
+         * @description what became of one NPC's events in a batch tick: stored, ignored as seen before,
+         *     or refused (code and error, as POST /v1/npcs/{npc}/events would answer; nothing
+         *     of them stored)
+         */
+        BatchEvents: {
+            accepted: number;
+            duplicates: number;
+            code?: string;
+            error?: string;
+        };
+        /** @description BatchEvents with the NPC it is about (a line of an NDJSON batch tick) */
+        NPCEvents: {
+            npc: string;
+            accepted: number;
+            duplicates: number;
+            code?: string;
+            error?: string;
         };
         Feed: {
             ticks: components["schemas"]["FeedTick"][];

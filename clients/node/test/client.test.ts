@@ -102,6 +102,32 @@ describe("npcd client", () => {
     assert.deepEqual(again.results, got.results);
   });
 
+  test("a batch tick posts the events it carries before its NPCs tick", async () => {
+    const a = await newNPC(c, "Brom");
+    const b = await newNPC(c, "Mira");
+    const req = {
+      npcs: [a, b],
+      keys: { [a]: "w-1" },
+      events: {
+        [a]: [{ id: "js-e1", kind: "say", actor: "alice", text: "Hello, smith!" }],
+        [b]: [{ kind: "say", actor: "alice", text: "Bread?", at: "yesterday" }],
+      },
+    };
+    const got = await c.tickMany(req);
+    assert.deepEqual(got.events?.[a], { accepted: 1, duplicates: 0 });
+    assert.equal(got.events?.[b].code, "bad_request");
+    const ticked = Object.fromEntries(got.results.map((r) => [r.npc, r.events]));
+    assert.deepEqual(ticked, { [a]: 1, [b]: 0 });
+    // Retried, the event is a duplicate and the keyed tick is answered again.
+    const again = await c.tickMany(req);
+    assert.deepEqual(again.events?.[a], { accepted: 0, duplicates: 1 });
+    assert.equal(again.results.find((r) => r.npc === a)?.tick, got.results.find((r) => r.npc === a)?.tick);
+    const lines: BatchItem[] = [];
+    for await (const it of c.tickManyStream({ npcs: [a], events: { [a]: [{ kind: "say", actor: "alice", text: "Sword?" }] } })) lines.push(it);
+    assert.deepEqual(lines[0].events, { npc: a, accepted: 1, duplicates: 0 });
+    assert.equal(lines[1].result?.events, 1);
+  });
+
   test("a streamed batch tick yields every NPC's result or error", async () => {
     const a = await newNPC(c, "Brom");
     const b = await newNPC(c, "Mira");

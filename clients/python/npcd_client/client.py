@@ -119,19 +119,27 @@ class BatchResult:
 
     results: list[TickResult]
     errors: dict[str, dict[str, str]]
+    # What became of the events the request carried, by NPC id: accepted
+    # and duplicates, and code and error when they were refused.
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class BatchItem:
     """One NPC of a streamed batch tick, as it finished: its result, or its
-    error (a dict with npc, code and error)."""
+    error (a dict with npc, code and error); or, before any of these, what
+    became of the events the request carried for it (a dict with npc,
+    accepted and duplicates, and code and error when they were refused)."""
 
     result: TickResult | None = None
     error: dict[str, str] | None = None
+    events: dict[str, Any] | None = None
 
     @property
     def npc(self) -> str:
-        return self.result.npc if self.result else (self.error or {}).get("npc", "")
+        if self.result:
+            return self.result.npc
+        return (self.error or self.events or {}).get("npc", "")
 
 
 @dataclass(frozen=True)
@@ -226,25 +234,34 @@ class Client:
         return TickResult.from_json(self._call("POST", self._npc(npc, "/tick"), headers=headers)[1])
 
     def tick_many(self, npcs: Sequence[str] | None = None, keys: Mapping[str, str] | None = None,
-                  scope: str | None = None) -> BatchResult:
+                  scope: str | None = None,
+                  events: Mapping[str, Sequence[Event | Mapping[str, Any]]] | None = None) -> BatchResult:
         """Tick NPCs in parallel; with none, every NPC with pending events
         (of scope, when given). One NPC's failure (an unknown or malformed
-        id, a busy NPC) does not stop the others."""
-        out = self._call("POST", "/v1/tick", body=_batch_body(npcs, keys, scope))[1]
+        id, a busy NPC) does not stop the others. events, by NPC id (each
+        NPC of npcs), are posted before the NPCs tick: a world's events and
+        its tick in one request; the result's events say what became of
+        them."""
+        out = self._call("POST", "/v1/tick", body=_batch_body(npcs, keys, scope, events))[1]
         return BatchResult(
             results=[TickResult.from_json(r) for r in out["results"]],
             errors={e["npc"]: {"code": e["code"], "error": e["error"]} for e in out["errors"]},
+            events={npc: dict(v) for npc, v in (out.get("events") or {}).items()},
         )
 
     def tick_many_stream(self, npcs: Sequence[str] | None = None, keys: Mapping[str, str] | None = None,
-                         scope: str | None = None) -> Iterator[BatchItem]:
+                         scope: str | None = None,
+                         events: Mapping[str, Sequence[Event | Mapping[str, Any]]] | None = None) -> Iterator[BatchItem]:
         """Like tick_many, but yields each NPC's result (or error) as it
-        finishes (NDJSON), so one slow NPC delays no one else's speech."""
-        with self._open("POST", "/v1/tick", body=_batch_body(npcs, keys, scope),
+        finishes (NDJSON), so one slow NPC delays no one else's speech; what
+        became of the events it carried comes first."""
+        with self._open("POST", "/v1/tick", body=_batch_body(npcs, keys, scope, events),
                         headers={"Accept": "application/x-ndjson"}) as resp:
             if not resp.headers.get("Content-Type", "").startswith("application/x-ndjson"):
                 # A daemon that does not stream answers the whole batch at once.
                 out = json.loads(resp.read())
+                for npc, v in (out.get("events") or {}).items():
+                    yield BatchItem(events={"npc": npc, **v})
                 for r in out["results"]:
                     yield BatchItem(result=TickResult.from_json(r))
                 for e in out["errors"]:
@@ -256,6 +273,8 @@ class Client:
                 item = json.loads(line)
                 if "result" in item:
                     yield BatchItem(result=TickResult.from_json(item["result"]))
+                elif "events" in item:
+                    yield BatchItem(events=dict(item["events"]))
                 else:
                     yield BatchItem(error=dict(item["error"]))
 
@@ -370,12 +389,16 @@ class Client:
                             field_) from None
 
 
-def _batch_body(npcs: Sequence[str] | None, keys: Mapping[str, str] | None, scope: str | None) -> dict[str, Any]:
+def _batch_body(npcs: Sequence[str] | None, keys: Mapping[str, str] | None, scope: str | None,
+                events: Mapping[str, Sequence[Event | Mapping[str, Any]]] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"npcs": list(npcs or [])}
     if keys:
         body["keys"] = dict(keys)
     if scope:
         body["scope"] = scope
+    if events:
+        body["events"] = {npc: [e.to_json() if isinstance(e, Event) else dict(e) for e in evs]
+                          for npc, evs in events.items()}
     return body
 
 

@@ -127,6 +127,22 @@ class ClientTest(unittest.TestCase):
         again = self.c.tick_many([npc], keys={npc: "b-1"})
         self.assertEqual(again.results, got.results)
 
+    def test_batch_carries_events(self) -> None:
+        a, b = new_npc(self.c, "Brom"), new_npc(self.c, "Mira")
+        events = {a: [Event(kind="say", actor="alice", text="Hello, smith!", id="py-e1")],
+                  b: [{"kind": "say", "actor": "alice", "text": "Bread?", "at": "yesterday"}]}
+        got = self.c.tick_many([a, b], keys={a: "w-1"}, events=events)
+        self.assertEqual(got.events[a], {"accepted": 1, "duplicates": 0})
+        self.assertEqual(got.events[b]["code"], "bad_request")
+        self.assertEqual({r.npc: r.events for r in got.results}, {a: 1, b: 0})
+        again = self.c.tick_many([a, b], keys={a: "w-1"}, events=events)
+        self.assertEqual(again.events[a], {"accepted": 0, "duplicates": 1})
+        self.assertEqual([r.tick for r in again.results if r.npc == a], [r.tick for r in got.results if r.npc == a])
+        items = list(self.c.tick_many_stream([a], events={a: [Event(kind="say", actor="alice", text="Sword?")]}))
+        self.assertEqual(items[0].events, {"npc": a, "accepted": 1, "duplicates": 0})
+        self.assertEqual(items[0].npc, a)
+        self.assertEqual(items[1].result.events, 1)
+
     def test_batch_stream_yields_every_npc(self) -> None:
         a, b = new_npc(self.c, "Brom"), new_npc(self.c, "Mira")
         say(self.c, a, "Hello, smith!")
