@@ -178,3 +178,68 @@ func TestBatchTickNDJSONCarriesEvents(t *testing.T) {
 		t.Errorf("ticks = %v; want brom on its event, mira idle", ticked)
 	}
 }
+
+// A tick of one NPC can carry its events: they are posted first, and the
+// answer's headers say how many were stored and how many seen before. A
+// refused event, or a refused key, refuses the request whole: nothing
+// stored, nothing ticked.
+func TestTickCarriesEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	e.put("brom", bromSettings())
+	body := `{"events": [{"id": "e1", "kind": "say", "actor": "alice", "text": "Hello, smith!"},
+		{"id": "e2", "kind": "emote", "actor": "alice", "text": "waves"}]}`
+	first := e.do("POST", "/v1/npcs/brom/tick", body, "Idempotency-Key", "round-1")
+	again := e.do("POST", "/v1/npcs/brom/tick", body, "Idempotency-Key", "round-1")
+	if first.status != http.StatusOK || again.status != http.StatusOK {
+		t.Fatalf("tick with events = %d %s, then %d %s", first.status, first.body, again.status, again.body)
+	}
+	var res TickResult
+	if err := json.Unmarshal(first.body, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Tick != 1 || res.Events != 2 || res.Idle {
+		t.Errorf("tick with events = tick %d on %d events (idle %v); want tick 1 on both", res.Tick, res.Events, res.Idle)
+	}
+	headers := func(r response) [2]string {
+		return [2]string{r.header.Get(HeaderEventsAccepted), r.header.Get(HeaderEventsDuplicates)}
+	}
+	if headers(first) != [2]string{"2", "0"} || headers(again) != [2]string{"0", "2"} {
+		t.Errorf("events headers = %v, then %v; want 2 stored, then 2 seen before", headers(first), headers(again))
+	}
+	if string(first.body) != string(again.body) || e.tickRecords("brom") != 1 || e.storedEvents("brom") != 2 {
+		t.Errorf("retried tick with events = %s (first %s), %d ticks, %d events stored; want the same answer, 1 tick, 2 events",
+			again.body, first.body, e.tickRecords("brom"), e.storedEvents("brom"))
+	}
+
+	for _, tt := range []struct {
+		body, key string
+		status    int
+		field     string
+	}{
+		{`{"events": [{"kind": "", "actor": "alice", "text": "Hm?"}]}`, "", http.StatusBadRequest, "events[0].kind"},
+		{`{"events": [{"kind": "say", "actor": "alice", "text": "Hm?", "at": "soon"}]}`, "", http.StatusBadRequest, "events[0].at"},
+		{`{"events": [{"kind": "say", "actor": "alice", "text": "Hm?"}]}`, "has space", http.StatusBadRequest, "Idempotency-Key"},
+		{`{"events": [{"kind": "say", "actor": "Brom", "text": "I am me."}]}`, "", http.StatusUnprocessableEntity, "events[0].actor"},
+		{`{"events": []}`, "", http.StatusBadRequest, "events"},
+	} {
+		var hdr []string
+		if tt.key != "" {
+			hdr = []string{"Idempotency-Key", tt.key}
+		}
+		e.say("brom", "", "Something to answer.") // pending, so a tick would not be idle
+		r := e.do("POST", "/v1/npcs/brom/tick", tt.body, hdr...)
+		if r.status != tt.status || !strings.HasPrefix(errorOf(t, r).Message, tt.field+":") {
+			t.Errorf("tick with %s (key %q) = %d %s; want %d naming %s", tt.body, tt.key, r.status, r.body, tt.status, tt.field)
+		}
+	}
+	if n, s := e.tickRecords("brom"), e.storedEvents("brom"); n != 1 || s != 7 {
+		t.Errorf("after refused ticks: %d ticks, %d events stored; want 1 tick and only the 5 lines said beside (7)", n, s)
+	}
+
+	// The Go client sends the same request.
+	got, posted, err := e.client.TickWithEvents(context.Background(), "brom", "round-2", []Event{{ID: "e3", Kind: "say", Actor: "alice", Text: "Is it ready?"}})
+	if err != nil || posted != (EventsAccepted{Accepted: 1}) || got.Tick != 2 || got.Events != 6 {
+		t.Errorf("client tick with events = %+v, %+v, %v; want tick 2 on the 5 pending lines and the new event", got, posted, err)
+	}
+}

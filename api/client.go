@@ -151,6 +151,27 @@ func (c *Client) TickWithKey(ctx context.Context, id, key string) (*TickResult, 
 	return res, nil
 }
 
+// TickWithEvents posts events for NPC id and runs its tick, in one
+// request, under key when not empty: a world's round for one NPC. It
+// returns the tick and what became of the events. When the events are
+// refused, the error is the refusal and nothing ticked; with event ids and
+// a key, a retry stores nothing twice and returns the stored tick.
+func (c *Client) TickWithEvents(ctx context.Context, id, key string, events []Event) (*TickResult, EventsAccepted, error) {
+	var hdr http.Header
+	if key != "" {
+		hdr = http.Header{"Idempotency-Key": {key}}
+	}
+	res := new(TickResult)
+	_, h, err := c.exchange(ctx, http.MethodPost, npcPath(id, "/tick"), nil, hdr, EventsRequest{Events: events}, res)
+	if err != nil {
+		return nil, EventsAccepted{}, err
+	}
+	var got EventsAccepted
+	got.Accepted, _ = strconv.Atoi(h.Get(HeaderEventsAccepted))
+	got.Duplicates, _ = strconv.Atoi(h.Get(HeaderEventsDuplicates))
+	return res, got, nil
+}
+
 // GetTick returns what NPC id's committed tick n answered.
 func (c *Client) GetTick(ctx context.Context, id string, n int64) (*TickResult, error) {
 	res := new(TickResult)
@@ -445,11 +466,18 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 
 // doWith is do with extra request headers.
 func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, hdr http.Header, in, out any) (int, error) {
+	status, _, err := c.exchange(ctx, method, path, q, hdr, in, out)
+	return status, err
+}
+
+// exchange is doWith that returns the response's headers too (nil when
+// there was no response).
+func (c *Client) exchange(ctx context.Context, method, path string, q url.Values, hdr http.Header, in, out any) (int, http.Header, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return 0, fmt.Errorf("npcd: encode %s %s: %w", method, path, err)
+			return 0, nil, fmt.Errorf("npcd: encode %s %s: %w", method, path, err)
 		}
 		body = bytes.NewReader(b)
 	}
@@ -459,7 +487,7 @@ func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return 0, fmt.Errorf("npcd: %s %s: %w", method, path, err)
+		return 0, nil, fmt.Errorf("npcd: %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if in != nil {
@@ -475,23 +503,23 @@ func (c *Client) doWith(ctx context.Context, method, path string, q url.Values, 
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("npcd: %s %s: %w", method, path, err)
+		return 0, nil, fmt.Errorf("npcd: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("npcd: %s %s: read response: %w", method, path, err)
+		return resp.StatusCode, resp.Header, fmt.Errorf("npcd: %s %s: read response: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, apiError(resp, raw)
+		return resp.StatusCode, resp.Header, apiError(resp, raw)
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return resp.StatusCode, nil
+		return resp.StatusCode, resp.Header, nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return resp.StatusCode, fmt.Errorf("npcd: %s %s: decode response: %w", method, path, err)
+		return resp.StatusCode, resp.Header, fmt.Errorf("npcd: %s %s: decode response: %w", method, path, err)
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header, nil
 }
 
 func apiError(resp *http.Response, raw []byte) *APIError {

@@ -72,19 +72,48 @@ func (s *Server) tick(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The tick takes no parameters; an empty object is tolerated so that
-	// clients which always send a body are not refused.
-	var in struct{}
+	// The body is optional: an empty object is tolerated so that clients
+	// which always send one are not refused; events, when sent, are posted
+	// first, as POST /v1/npcs/{npc}/events would.
+	var in struct {
+		Events []eventIn `json:"events"`
+	}
 	if err := s.readJSON(w, r, &in, false); err != nil {
 		return err
 	}
-	res, err := s.deps.Engine.TickWithKey(r.Context(), id, r.Header.Get("Idempotency-Key"))
+	key := r.Header.Get("Idempotency-Key")
+	if in.Events != nil {
+		// A key the tick would refuse is refused before the events are
+		// stored: a refused request changes nothing.
+		if key != "" && !tick.ValidKey(key) {
+			return badRequest("Idempotency-Key", "must be 1-%d printable ASCII characters without spaces", tick.MaxKeyBytes)
+		}
+		evs, err := eventInputs(in.Events)
+		if err != nil {
+			return err
+		}
+		accepted, duplicates, err := s.deps.Engine.PostEvents(r.Context(), id, evs)
+		if err != nil {
+			return err
+		}
+		w.Header().Set(HeaderEventsAccepted, strconv.Itoa(accepted))
+		w.Header().Set(HeaderEventsDuplicates, strconv.Itoa(duplicates))
+	}
+	res, err := s.deps.Engine.TickWithKey(r.Context(), id, key)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, res)
 	return nil
 }
+
+// HeaderEventsAccepted and HeaderEventsDuplicates answer a tick whose
+// request carried events: how many were stored, and how many ignored as
+// seen before (EventsAccepted).
+const (
+	HeaderEventsAccepted   = "Npcd-Events-Accepted"
+	HeaderEventsDuplicates = "Npcd-Events-Duplicates"
+)
 
 // batchTickIn is a BatchTickRequest as decoded, its events' times as text
 // (eventIn).
@@ -217,8 +246,8 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) postBatchEvents(ctx context.Context, ids []string, events map[string][]eventIn, failure func(string, error) BatchError) []NPCEvents {
 	var out []NPCEvents
 	for _, id := range ids {
-		if evs, ok := events[id]; ok {
-			out = append(out, NPCEvents{NPC: id, events: evs})
+		if _, ok := events[id]; ok {
+			out = append(out, NPCEvents{NPC: id})
 		}
 	}
 	work := make(chan int)
@@ -229,7 +258,7 @@ func (s *Server) postBatchEvents(ctx context.Context, ids []string, events map[s
 			defer wg.Done()
 			for i := range work {
 				p := &out[i]
-				evs, err := eventInputs(p.events)
+				evs, err := eventInputs(events[p.NPC])
 				if err == nil {
 					p.Accepted, p.Duplicates, err = s.deps.Engine.PostEvents(ctx, p.NPC, evs)
 				}
@@ -262,7 +291,8 @@ func wantsNDJSON(r *http.Request) bool {
 }
 
 // streamBatch answers a batch tick as NDJSON: the malformed ids first,
-// then one line per NPC as its tick ends.
+// then what became of the events posted for each NPC (posted), then one
+// line per NPC as its tick ends.
 func (s *Server) streamBatch(ctx context.Context, w http.ResponseWriter, in BatchTickRequest, ids []string, invalid map[int]BatchError,
 	posted []NPCEvents, failure func(string, error) BatchError) error {
 	w.Header().Set("Content-Type", "application/x-ndjson")

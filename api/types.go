@@ -149,7 +149,6 @@ type BatchEvents struct {
 type NPCEvents struct {
 	NPC string `json:"npc"`
 	BatchEvents
-	events []eventIn // as decoded, until posted
 }
 
 // Feed is a page of the action feed, GET /v1/actions; see tick.Feed.

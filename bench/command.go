@@ -67,7 +67,7 @@ model's time (p50/p95/p99), CPU time, allocations per tick and the process's pea
 	f.StringVar(&tb.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run (preparation included) to this file")
 	f.StringVar(&tb.MemProfile, "memprofile", "", "write a heap profile, taken after the last measured round with the worlds still open, to this file")
 	f.BoolVar(&tb.Rounds, "rounds", false, "also report each measured round (one tick of every NPC): its ticks/s, overhead p50/p99, compactions, index builds and CPU per tick, and the CPU per tick by tenth of the rounds, as the world ages")
-	f.BoolVar(&tb.HTTP, "http", false, "tick through the real daemon on a loopback port: an event post and a tick request per NPC, then batch ticks of 100 NPCs carrying their events (latencies include the model)")
+	f.BoolVar(&tb.HTTP, "http", false, "tick through the real daemon on a loopback port: a tick request per NPC carrying its event, then batch ticks of 100 NPCs carrying theirs (latencies include the model)")
 
 	var to TokenOptions
 	tokens := &cobra.Command{

@@ -13,11 +13,11 @@ import (
 )
 
 // benchHTTP measures ticks through the real daemon on a loopback port, in
-// the same process: concurrent clients post an event and tick one NPC each
-// (mode "npc", two requests), or tick the NPCs in batches of batchSize with
-// POST /v1/tick, each request carrying its NPCs' events (mode "batch", one
-// request). Both count the posting of the events. Latencies are whole
-// requests, the model's time included.
+// the same process: concurrent clients tick one NPC each, the request
+// carrying its event (mode "npc"), or tick the NPCs in batches of batchSize
+// with POST /v1/tick, each request carrying its NPCs' events (mode "batch").
+// Both count the posting of the events. Latencies are whole requests, the
+// model's time included.
 func benchHTTP(ctx context.Context, h Harness, b TickOptions, n int, mode string) (*TickMeasure, error) {
 	addr, stop, err := h.Serve(ctx, ServeOptions{MaxCalls: b.Workers, IndexCacheMB: b.CacheMB})
 	if err != nil {
@@ -75,8 +75,9 @@ func benchHTTP(ctx context.Context, h Harness, b TickOptions, n int, mode string
 							err = batchFailure(res, u)
 						}
 					} else {
-						if _, err = client.PostEvents(ctx, u[0], event(u[0], r)); err == nil {
-							_, err = client.Tick(ctx, u[0])
+						var posted api.EventsAccepted
+						if _, posted, err = client.TickWithEvents(ctx, u[0], "", event(u[0], r)); err == nil && posted.Accepted != 1 {
+							err = fmt.Errorf("tick of %s: its event not stored: %+v", u[0], posted)
 						}
 					}
 					d := time.Since(t0)

@@ -244,6 +244,24 @@ export class Client {
   }
 
   /**
+   * Post events for NPC id and run its tick, in one request (a round of one
+   * NPC). Refused events refuse the request whole: nothing stored, nothing
+   * ticked. With event ids and a key, a retry stores nothing twice and
+   * returns the committed answer.
+   */
+  async tickWithEvents(
+    id: string,
+    events: Event[],
+    opts: { key?: string; signal?: AbortSignal } = {},
+  ): Promise<{ result: TickResult; accepted: number; duplicates: number }> {
+    const headers: Record<string, string> = opts.key ? { "Idempotency-Key": opts.key } : {};
+    const res = await this.send("POST", npcPath(id, "/tick"), { body: { events }, headers, signal: opts.signal });
+    const result = (await res.json()) as TickResult;
+    const count = (name: string) => Number(res.headers.get(name) ?? 0);
+    return { result, accepted: count("Npcd-Events-Accepted"), duplicates: count("Npcd-Events-Duplicates") };
+  }
+
+  /**
    * Tick NPCs in parallel and answer once all are done; one NPC's failure
    * (a malformed or unknown id, a busy NPC) is in errors and the rest tick.
    */

@@ -181,8 +181,14 @@ export interface paths {
          * Run one tick of the NPC
          * @description Consumes pending events (or continues a turn whose tool results were
          *     posted), calls the model and commits the turn. With nothing to answer the
-         *     tick is idle: no model call, nothing written. The body is optional and,
-         *     when sent, must be an empty object.
+         *     tick is idle: no model call, nothing written. The body is optional: an
+         *     empty object, or events to post first, as POST /v1/npcs/{npc}/events would
+         *     (a round of one NPC in one request). Refused events (400, 404, 422, 429)
+         *     refuse the request whole: nothing stored, nothing ticked; an Idempotency-Key
+         *     the tick would refuse is refused before the events are stored. Otherwise
+         *     the answer's Npcd-Events-Accepted and Npcd-Events-Duplicates headers say
+         *     how many were stored and how many were seen before (with event ids and a
+         *     key, a retry stores nothing twice and answers the stored tick).
          *
          *     A committed tick's answer is stored with the turn: fetch it again with
          *     GET /v1/npcs/{npc}/ticks/{tick}, or read it from the action feed. With an
@@ -1867,13 +1873,20 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    /** @description events to post before the tick */
+                    events?: components["schemas"]["Event"][];
+                };
             };
         };
         responses: {
             /** @description what the tick did */
             200: {
                 headers: {
+                    /** @description with events in the request, how many were stored */
+                    "Npcd-Events-Accepted"?: number;
+                    /** @description with events in the request, how many were ignored as seen before */
+                    "Npcd-Events-Duplicates"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1885,6 +1898,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["NPCBusy"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["InvalidSchema"];
             429: components["responses"]["TooBusy"];
             500: components["responses"]["Internal"];
             502: components["responses"]["ModelError"];

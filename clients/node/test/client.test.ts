@@ -128,6 +128,16 @@ describe("npcd client", () => {
     assert.equal(lines[1].result?.events, 1);
   });
 
+  test("a tick posts the events it carries first", async () => {
+    const npc = await newNPC(c, "Brom");
+    const events = [{ id: "js-t1", kind: "say", actor: "alice", text: "Hello, smith!" }];
+    const first = await c.tickWithEvents(npc, events, { key: "t-1" });
+    assert.deepEqual([first.result.tick, first.result.events, first.accepted, first.duplicates], [1, 1, 1, 0]);
+    const again = await c.tickWithEvents(npc, events, { key: "t-1" });
+    assert.deepEqual([again.result.tick, again.accepted, again.duplicates], [1, 0, 1]);
+    await assert.rejects(c.tickWithEvents(npc, [{ kind: "", actor: "alice", text: "Hm?" }]), (e: NpcdError) => e.status === 400);
+  });
+
   test("a streamed batch tick yields every NPC's result or error", async () => {
     const a = await newNPC(c, "Brom");
     const b = await newNPC(c, "Mira");

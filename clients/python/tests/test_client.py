@@ -127,6 +127,17 @@ class ClientTest(unittest.TestCase):
         again = self.c.tick_many([npc], keys={npc: "b-1"})
         self.assertEqual(again.results, got.results)
 
+    def test_tick_carries_events(self) -> None:
+        npc = new_npc(self.c)
+        events = [Event(kind="say", actor="alice", text="Hello, smith!", id="py-t1")]
+        first, posted = self.c.tick_with_events(npc, events, key="t-1")
+        self.assertEqual((first.tick, first.events, posted), (1, 1, {"accepted": 1, "duplicates": 0}))
+        again, posted = self.c.tick_with_events(npc, events, key="t-1")
+        self.assertEqual((again, posted), (first, {"accepted": 0, "duplicates": 1}))
+        with self.assertRaises(NpcdError) as cm:
+            self.c.tick_with_events(npc, [{"kind": "", "actor": "alice", "text": "Hm?"}])
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "events[0].kind"))
+
     def test_batch_carries_events(self) -> None:
         a, b = new_npc(self.c, "Brom"), new_npc(self.c, "Mira")
         events = {a: [Event(kind="say", actor="alice", text="Hello, smith!", id="py-e1")],
