@@ -55,16 +55,22 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := s.readJSON(w, r, &in, true); err != nil {
 		return err
 	}
-	evs, err := eventInputs(in.Events)
+	got, err := s.post(r.Context(), id, in.Events)
 	if err != nil {
 		return err
 	}
-	accepted, duplicates, err := s.deps.Engine.PostEvents(r.Context(), id, evs)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusAccepted, EventsAccepted{Accepted: accepted, Duplicates: duplicates})
+	writeJSON(w, http.StatusAccepted, got)
 	return nil
+}
+
+// post stores events for NPC id, as POST /v1/npcs/{npc}/events does.
+func (s *Server) post(ctx context.Context, id string, events []eventIn) (EventsAccepted, error) {
+	evs, err := eventInputs(events)
+	if err != nil {
+		return EventsAccepted{}, err
+	}
+	accepted, duplicates, err := s.deps.Engine.PostEvents(ctx, id, evs)
+	return EventsAccepted{Accepted: accepted, Duplicates: duplicates}, err
 }
 
 func (s *Server) tick(w http.ResponseWriter, r *http.Request) error {
@@ -88,16 +94,12 @@ func (s *Server) tick(w http.ResponseWriter, r *http.Request) error {
 		if key != "" && !tick.ValidKey(key) {
 			return badRequest("Idempotency-Key", "must be 1-%d printable ASCII characters without spaces", tick.MaxKeyBytes)
 		}
-		evs, err := eventInputs(in.Events)
+		got, err := s.post(r.Context(), id, in.Events)
 		if err != nil {
 			return err
 		}
-		accepted, duplicates, err := s.deps.Engine.PostEvents(r.Context(), id, evs)
-		if err != nil {
-			return err
-		}
-		w.Header().Set(HeaderEventsAccepted, strconv.Itoa(accepted))
-		w.Header().Set(HeaderEventsDuplicates, strconv.Itoa(duplicates))
+		w.Header().Set(HeaderEventsAccepted, strconv.Itoa(got.Accepted))
+		w.Header().Set(HeaderEventsDuplicates, strconv.Itoa(got.Duplicates))
 	}
 	res, err := s.deps.Engine.TickWithKey(r.Context(), id, key)
 	if err != nil {
@@ -258,10 +260,8 @@ func (s *Server) postBatchEvents(ctx context.Context, ids []string, events map[s
 			defer wg.Done()
 			for i := range work {
 				p := &out[i]
-				evs, err := eventInputs(events[p.NPC])
-				if err == nil {
-					p.Accepted, p.Duplicates, err = s.deps.Engine.PostEvents(ctx, p.NPC, evs)
-				}
+				got, err := s.post(ctx, p.NPC, events[p.NPC])
+				p.Accepted, p.Duplicates = got.Accepted, got.Duplicates
 				if err != nil {
 					be := failure(p.NPC, err)
 					p.Code, p.Error = be.Code, be.Error
