@@ -140,12 +140,8 @@ func (c *Client) Tick(ctx context.Context, id string) (*TickResult, error) {
 // again with the same key (after a timeout, or from a restarted game)
 // returns the stored answer and ticks nothing. An empty key is Tick.
 func (c *Client) TickWithKey(ctx context.Context, id, key string) (*TickResult, error) {
-	var hdr http.Header
-	if key != "" {
-		hdr = http.Header{"Idempotency-Key": {key}}
-	}
 	res := new(TickResult)
-	if _, err := c.doWith(ctx, http.MethodPost, npcPath(id, "/tick"), nil, hdr, nil, res); err != nil {
+	if _, err := c.doWith(ctx, http.MethodPost, npcPath(id, "/tick"), nil, keyHeader(key), nil, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -157,12 +153,8 @@ func (c *Client) TickWithKey(ctx context.Context, id, key string) (*TickResult, 
 // refused, the error is the refusal and nothing ticked; with event ids and
 // a key, a retry stores nothing twice and returns the stored tick.
 func (c *Client) TickWithEvents(ctx context.Context, id, key string, events []Event) (*TickResult, EventsAccepted, error) {
-	var hdr http.Header
-	if key != "" {
-		hdr = http.Header{"Idempotency-Key": {key}}
-	}
 	res := new(TickResult)
-	_, h, err := c.exchange(ctx, http.MethodPost, npcPath(id, "/tick"), nil, hdr, EventsRequest{Events: events}, res)
+	_, h, err := c.exchange(ctx, http.MethodPost, npcPath(id, "/tick"), nil, keyHeader(key), EventsRequest{Events: events}, res)
 	if err != nil {
 		return nil, EventsAccepted{}, err
 	}
@@ -170,6 +162,14 @@ func (c *Client) TickWithEvents(ctx context.Context, id, key string, events []Ev
 	got.Accepted, _ = strconv.Atoi(h.Get(HeaderEventsAccepted))
 	got.Duplicates, _ = strconv.Atoi(h.Get(HeaderEventsDuplicates))
 	return res, got, nil
+}
+
+// keyHeader carries a tick's idempotency key; nil for none.
+func keyHeader(key string) http.Header {
+	if key == "" {
+		return nil
+	}
+	return http.Header{"Idempotency-Key": {key}}
 }
 
 // GetTick returns what NPC id's committed tick n answered.

@@ -117,12 +117,10 @@ const (
 	HeaderEventsDuplicates = "Npcd-Events-Duplicates"
 )
 
-// batchTickIn is a BatchTickRequest as decoded, its events' times as text
-// (eventIn).
+// batchTickIn is a BatchTickRequest as decoded: its events' times arrive
+// as text (eventIn). The shallower Events shadows the request's.
 type batchTickIn struct {
-	NPCs   []string             `json:"npcs"`
-	Keys   map[string]string    `json:"keys"`
-	Scope  string               `json:"scope"`
+	BatchTickRequest
 	Events map[string][]eventIn `json:"events"`
 }
 
@@ -131,7 +129,7 @@ func (s *Server) tickMany(w http.ResponseWriter, r *http.Request) error {
 	if err := s.readJSON(w, r, &body, false); err != nil {
 		return err
 	}
-	in := BatchTickRequest{NPCs: body.NPCs, Keys: body.Keys, Scope: body.Scope}
+	in := body.BatchTickRequest
 	if len(in.NPCs) > MaxBatchNPCs {
 		return badRequest("npcs", "at most %d npcs per batch", MaxBatchNPCs)
 	}

@@ -223,8 +223,7 @@ class Client:
 
     def post_events(self, npc: str, events: Sequence[Event | Mapping[str, Any]]) -> dict[str, int]:
         """Post what NPC npc perceives. Returns accepted and duplicates."""
-        evs = [e.to_json() if isinstance(e, Event) else dict(e) for e in events]
-        return self._call("POST", self._npc(npc, "/events"), body={"events": evs})[1]
+        return self._call("POST", self._npc(npc, "/events"), body={"events": _events_json(events)})[1]
 
     def tick(self, npc: str, key: str | None = None) -> TickResult:
         """Run one tick of NPC npc. With a key, a retry with the same key
@@ -241,7 +240,7 @@ class Client:
         nothing stored, nothing ticked. With event ids and a key, a retry
         stores nothing twice and returns the committed answer."""
         headers = {"Idempotency-Key": key} if key else None
-        body = {"events": [e.to_json() if isinstance(e, Event) else dict(e) for e in events]}
+        body = {"events": _events_json(events)}
         with self._open("POST", self._npc(npc, "/tick"), body=body, headers=headers) as resp:
             result = TickResult.from_json(json.loads(resp.read()))
             posted = {"accepted": int(resp.headers.get("Npcd-Events-Accepted") or 0),
@@ -404,6 +403,11 @@ class Client:
                             field_) from None
 
 
+def _events_json(events: Sequence[Event | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Events as the API reads them: Event objects or dicts."""
+    return [e.to_json() if isinstance(e, Event) else dict(e) for e in events]
+
+
 def _batch_body(npcs: Sequence[str] | None, keys: Mapping[str, str] | None, scope: str | None,
                 events: Mapping[str, Sequence[Event | Mapping[str, Any]]] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"npcs": list(npcs or [])}
@@ -412,8 +416,7 @@ def _batch_body(npcs: Sequence[str] | None, keys: Mapping[str, str] | None, scop
     if scope:
         body["scope"] = scope
     if events:
-        body["events"] = {npc: [e.to_json() if isinstance(e, Event) else dict(e) for e in evs]
-                          for npc, evs in events.items()}
+        body["events"] = {npc: _events_json(evs) for npc, evs in events.items()}
     return body
 
 
