@@ -343,7 +343,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.stopAutoTicks()
 	e.stopBG()
 	done := make(chan struct{})
-	go func() { e.inflight.Wait(); e.auto.wg.Wait(); close(done) }()
+	go func() { e.inflight.Wait(); e.auto.wg.Wait(); e.commits.stop(); close(done) }()
 	select {
 	case <-done:
 		return nil

@@ -22,20 +22,19 @@ import (
 // committed together. waitQueued returns once n commits are queued.
 func holdCommitter(t *testing.T, c *committer) (waitQueued func(n int), release func()) {
 	t.Helper()
-	// The writer of earlier commits (the test's setup) answers their
-	// callers before it finds the queue empty and ends: it may still be
-	// running when they return.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		c.mu.Lock()
-		if !c.writing {
-			break
-		}
+	// The writer of earlier commits (the test's setup) waits for more
+	// once its queue is empty: it is stopped, and the committer left as
+	// one that never started a writer.
+	c.stop()
+	c.mu.Lock()
+	if c.writing || len(c.queue) > 0 {
 		c.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatal("the committer is still busy 10 s after the setup's commits")
-		}
+		t.Fatal("the committer's writer ran on after stop")
 	}
+	c.stopped = false
 	c.writing = true
+	c.done = make(chan struct{})
+	done := c.done
 	c.mu.Unlock()
 	waitQueued = func(n int) {
 		for {
@@ -51,7 +50,7 @@ func holdCommitter(t *testing.T, c *committer) (waitQueued func(n int), release 
 	var once sync.Once
 	// The writer, started as a commit finding the committer idle would
 	// start it, commits what queued meanwhile.
-	release = func() { once.Do(func() { go c.write() }) }
+	release = func() { once.Do(func() { go c.write(done) }) }
 	t.Cleanup(release)
 	return waitQueued, release
 }
@@ -534,5 +533,78 @@ func TestEventPostsCommitInGroups(t *testing.T) {
 	}
 	if got := c.largestGroup(); c.grouped && got != npcs-1 {
 		t.Errorf("largest committed group %d, want the %d posts that stand together", got, npcs-1)
+	}
+}
+
+// A commit that comes while the writer waits for one, its queue empty, is
+// committed by that writer, not by one started anew; stop ends the writer,
+// and a commit after it is still committed, by a writer that ends with its
+// queue. Engine.Close stops its committer's writer.
+func TestCommitterWriterWaitsForTheNextCommit(t *testing.T) {
+	db := dbtest.SQLiteAt(t, filepath.Join(t.TempDir(), "gc.db"))
+	if err := db.Exec("CREATE TABLE gc_rows (name TEXT NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	c := newCommitter(db, nil)
+	insert := func(name string) {
+		t.Helper()
+		err := c.commit(context.Background(), func(ctx context.Context, tx *gorm.DB, _ *lateRows) error {
+			return tx.WithContext(ctx).Exec("INSERT INTO gc_rows (name) VALUES (?)", name).Error
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func() (writing bool, starts int) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.writing, c.starts
+	}
+	insert("a")
+	time.Sleep(writerLinger / 20) // the writer has found its queue empty
+	begun := time.Now()
+	insert("b")
+	// The commit wakes the waiting writer: it does not wait out its linger.
+	if d := time.Since(begun); d >= writerLinger/2 {
+		t.Errorf("the second commit took %v: the waiting writer was not woken", d)
+	}
+	if writing, starts := state(); !writing || starts != 1 {
+		t.Errorf("after two commits %v apart: writing %v, %d writers started; want one writer, still waiting", writerLinger/20, writing, starts)
+	}
+	begun = time.Now()
+	c.stop()
+	if writing, _ := state(); writing {
+		t.Error("the writer runs on after stop")
+	}
+	// stop wakes the waiting writer: it does not wait out writerLinger.
+	if d := time.Since(begun); d >= writerLinger {
+		t.Errorf("stop returned after %v: the writer was not woken", d)
+	}
+	insert("c")
+	c.stop()
+	if writing, starts := state(); writing || starts != 2 {
+		t.Errorf("a commit after stop: writing %v, %d writers started; want a second writer, ended", writing, starts)
+	}
+	var n int64
+	if err := db.Raw("SELECT COUNT(*) FROM gc_rows").Scan(&n).Error; err != nil || n != 3 {
+		t.Fatalf("%d rows (%v), want 3", n, err)
+	}
+
+	env := newEnv(t)
+	if _, err := env.eng.PutNPC(context.Background(), brom()); err != nil {
+		t.Fatal(err)
+	}
+	tickOnce(t, env, "Good morning.")
+	if !env.eng.commits.grouped {
+		t.Fatal("the engine's commits on SQLite are not grouped")
+	}
+	if err := env.eng.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	env.eng.commits.mu.Lock()
+	writing, starts := env.eng.commits.writing, env.eng.commits.starts
+	env.eng.commits.mu.Unlock()
+	if starts == 0 || writing {
+		t.Errorf("after Close: %d writers started, writing %v; want the writer that committed the tick ended", starts, writing)
 	}
 }
