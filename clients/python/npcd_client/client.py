@@ -229,7 +229,7 @@ class Client:
         """Run one tick of NPC npc. With a key, a retry with the same key
         (after a timeout, or from a restarted game) returns the stored
         answer and ticks nothing."""
-        headers = {"Idempotency-Key": key} if key else None
+        headers = _key_headers(key)
         return TickResult.from_json(self._call("POST", self._npc(npc, "/tick"), headers=headers)[1])
 
     def tick_with_events(self, npc: str, events: Sequence[Event | Mapping[str, Any]],
@@ -239,7 +239,7 @@ class Client:
         (accepted and duplicates). Refused events refuse the request whole:
         nothing stored, nothing ticked. With event ids and a key, a retry
         stores nothing twice and returns the committed answer."""
-        headers = {"Idempotency-Key": key} if key else None
+        headers = _key_headers(key)
         body = {"events": _events_json(events)}
         with self._open("POST", self._npc(npc, "/tick"), body=body, headers=headers) as resp:
             result = TickResult.from_json(json.loads(resp.read()))
@@ -401,6 +401,11 @@ class Client:
             retry = e.headers.get("Retry-After")
             raise NpcdError(e.code, code, message, float(retry) if retry and retry.isdigit() else None,
                             field_) from None
+
+
+def _key_headers(key: str | None) -> dict[str, str] | None:
+    """The Idempotency-Key header of a tick; None without a key."""
+    return {"Idempotency-Key": key} if key else None
 
 
 def _events_json(events: Sequence[Event | Mapping[str, Any]]) -> list[dict[str, Any]]:
