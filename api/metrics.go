@@ -119,8 +119,8 @@ func NewMetrics() *Metrics {
 // npcd_index_cache_entries (NPCs with an index cached) and
 // npcd_index_cache_floored_npcs (NPCs whose index alone outgrew the budget,
 // their oldest messages left out of it); and its
-// counters npcd_index_cache_builds_total, npcd_index_cache_evictions_total
-// and npcd_index_cache_rebuilds_total.
+// counters npcd_index_cache_builds_total, npcd_index_cache_evictions_total,
+// npcd_index_cache_rebuilds_total and npcd_index_cache_row_reads_total.
 func (m *Metrics) WatchIndexCache(stats func() journal.CacheStats) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npcd_index_cache_bytes", Help: "Memory held by the search index cache."},
@@ -137,6 +137,8 @@ func (m *Metrics) WatchIndexCache(stats func() journal.CacheStats) {
 			func() float64 { return float64(stats().Evictions) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_index_cache_rebuilds_total", Help: "Search indexes built again within a minute of their eviction: a cache too small for the NPCs being searched."},
 			func() float64 { return float64(stats().Rebuilds) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "npcd_index_cache_row_reads_total", Help: "Messages and journal entries that searches showed and read from the database, their NPC's index not keeping them: reads that grow with the ticks mean the results the indexes keep are cut to keep NPCD_INDEX_CACHE_MB."},
+			func() float64 { return float64(stats().RowReads) }),
 	)
 }
 

@@ -157,7 +157,7 @@ func sampleCount(t *testing.T, m *Metrics, name string) uint64 {
 func TestMetricsWatchCacheAndWAL(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics()
-	st := journal.CacheStats{Bytes: 4096, Limit: 128 << 20, Entries: 3, Builds: 7, Evictions: 4, Rebuilds: 2, Floored: 1}
+	st := journal.CacheStats{Bytes: 4096, Limit: 128 << 20, Entries: 3, Builds: 7, Evictions: 4, Rebuilds: 2, RowReads: 11, Floored: 1}
 	m.WatchIndexCache(func() journal.CacheStats { return st })
 	m.WatchWAL(func() int64 { return 12345 })
 	m.WatchWriters(func() store.WriterStats {
@@ -172,6 +172,7 @@ func TestMetricsWatchCacheAndWAL(t *testing.T) {
 	for _, want := range []string{
 		"npcd_index_cache_bytes 4096", "npcd_index_cache_limit_bytes 1.34217728e+08", "npcd_index_cache_entries 3", "npcd_index_cache_floored_npcs 1", "npcd_db_wal_bytes 12345",
 		"npcd_index_cache_builds_total 7", "npcd_index_cache_evictions_total 4", "npcd_index_cache_rebuilds_total 2",
+		"npcd_index_cache_row_reads_total 11",
 		"npcd_history_cache_bytes 2048", "npcd_history_cache_limit_bytes 2.68435456e+08", "npcd_history_cache_entries 5",
 		"npcd_history_cache_reads_total 9", "npcd_history_cache_evictions_total 3",
 		"npcd_db_writer_held_seconds_total 1.5", "npcd_db_writer_wait_seconds_total 0.25", "npcd_db_checkpoint_held_seconds_total 0.125",

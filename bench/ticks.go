@@ -144,6 +144,11 @@ type TickMeasure struct {
 	// within --index-cache-mb and built again from the database. Each
 	// first build is done before the measurement.
 	IndexBuilds int64 `json:"index_builds"`
+	// RowReadsPerTick is how many messages and journal entries the measured
+	// ticks' searches read from the database, their index not keeping them,
+	// per tick (in-process only): near 0 while --index-cache-mb keeps what
+	// the searches show, rising once the cache, over its budget, cuts it.
+	RowReadsPerTick float64 `json:"row_reads_per_tick"`
 	// WriterBusy is the share of the measured time SQLite's single writer
 	// was held (by the ticks' commits, the compactions beside them and the
 	// checkpoints): near 1, the ticks queue for it (in-process on SQLite
@@ -213,6 +218,9 @@ type TickRound struct {
 	Compactions           int   `json:"compactions"`
 	BackgroundCompactions int   `json:"background_compactions"`
 	IndexBuilds           int64 `json:"index_builds"`
+	// RowReads counts the rows the round's searches read from the
+	// database (TickMeasure.RowReadsPerTick).
+	RowReads int64 `json:"row_reads"`
 }
 
 // modelTimeKey keys the per-tick accumulator of model time in a context.
@@ -336,9 +344,9 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 				width, "", m.IndexBuilds, b.CacheMB)
 		}
 		for _, r := range m.Rounds {
-			fmt.Fprintf(out, "  %-*s %6s %8s %9.0f | %15.3f %13.3f | round's comp %d, b-comp %d, index builds %d, cpu ms/t %.3f\n",
+			fmt.Fprintf(out, "  %-*s %6s %8s %9.0f | %15.3f %13.3f | round's comp %d, b-comp %d, index builds %d, row reads %d, cpu ms/t %.3f\n",
 				width, "round", fmt.Sprintf("#%d", r.Round), fmt.Sprintf("%.0f ms", r.MS), r.TicksPerS, r.P50MS, r.P99MS, r.Compactions, r.BackgroundCompactions, r.IndexBuilds,
-				r.CPUMS/float64(max(1, r.Ticks)))
+				r.RowReads, r.CPUMS/float64(max(1, r.Ticks)))
 		}
 		if a := m.Aging; a != nil {
 			tenths := make([]string, len(a.CPUMSPerTick))
@@ -695,7 +703,7 @@ type tickAcc struct {
 	model, elapsed, cpu time.Duration
 	compactions, beside int
 	alloc, mallocs      uint64
-	builds              int64
+	builds, rowReads    int64
 	writerHeld          time.Duration
 	// rounds, when kept (perRound), are the rounds measured so far.
 	perRound bool
@@ -707,7 +715,7 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, rate float64,
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	cpu0 := cpuTime()
-	builds0, beside0 := w.a.Retriever.CacheStats().Builds, w.beside
+	st0, beside0 := w.a.Retriever.CacheStats(), w.beside
 	results, rt, err := w.round(ctx, workers, rate)
 	if err != nil {
 		return err
@@ -715,8 +723,10 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, rate float64,
 	cpu := cpuTime() - cpu0
 	acc.cpu += cpu
 	acc.writerHeld += rt.writerHeld
-	builds, beside := w.a.Retriever.CacheStats().Builds-builds0, w.beside-beside0
+	st1 := w.a.Retriever.CacheStats()
+	builds, reads, beside := st1.Builds-st0.Builds, st1.RowReads-st0.RowReads, w.beside-beside0
 	acc.builds += builds
+	acc.rowReads += reads
 	acc.beside += beside
 	runtime.ReadMemStats(&ms1)
 	acc.alloc += ms1.TotalAlloc - ms0.TotalAlloc
@@ -736,7 +746,7 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, rate float64,
 		slices.Sort(r)
 		acc.rounds = append(acc.rounds, TickRound{Round: len(acc.rounds) + 1, MS: msOf(rt.took), Ticks: len(r), TicksPerS: float64(len(r)) / rt.took.Seconds(), CPUMS: msOf(cpu),
 			P50MS: msOf(percentile(r, 0.50)), P99MS: msOf(percentile(r, 0.99)), Compactions: acc.compactions - comps,
-			BackgroundCompactions: beside, IndexBuilds: builds})
+			BackgroundCompactions: beside, IndexBuilds: builds, RowReads: reads})
 	}
 	return nil
 }
@@ -772,10 +782,11 @@ func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
 		AllocsPerTick:     int64(acc.mallocs) / int64(total),
 		PeakRSSMiB:        float64(ru.Maxrss) / 1024, // KiB on Linux
 		Compactions:       acc.compactions, BackgroundCompactions: acc.beside,
-		IndexBuilds: acc.builds,
-		WriterBusy:  acc.writerHeld.Seconds() / acc.elapsed.Seconds(),
-		Rounds:      acc.rounds,
-		Aging:       agingOf(acc.rounds),
+		IndexBuilds:     acc.builds,
+		RowReadsPerTick: float64(acc.rowReads) / float64(total),
+		WriterBusy:      acc.writerHeld.Seconds() / acc.elapsed.Seconds(),
+		Rounds:          acc.rounds,
+		Aging:           agingOf(acc.rounds),
 	}
 }
 

@@ -571,3 +571,57 @@ func indexHeap(t *testing.T, e *testEnv, r *Retriever, searches func()) (heap, c
 	runtime.ReadMemStats(&m1)
 	return int64(m1.HeapAlloc) - int64(m0.HeapAlloc), r.CacheStats().Bytes - before
 }
+
+// The rows a search shows and reads from the database are counted
+// (CacheStats.RowReads); those its NPC's index keeps are not read, so not
+// counted, until the cache cuts them.
+func TestIndexCacheCountsTheRowsSearchesRead(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.npc(t, "a", t0)
+	e.say(t, "a", t0, []string{
+		"Alice owes Brom ten gold for the sword she lost at the forge.",
+		"The wolves came down from the north road last night.",
+		"Brom sharpened the sword and hung it above the forge.",
+		"The baker sells bread at the mill by the river.",
+	}, nil)
+	r := e.retriever(t)
+	cut := func() {
+		t.Helper()
+		x, err := r.acquire(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.rows.shrink(0)
+		r.release(x)
+	}
+	search := func() []Result {
+		t.Helper()
+		res, err := r.Search(ctx, "a", "sword forge", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) == 0 {
+			t.Fatal("no result for a planted line")
+		}
+		return res
+	}
+	cut()
+	before := r.CacheStats().RowReads
+	res := search()
+	read := r.CacheStats().RowReads - before
+	if read < int64(len(res)) {
+		t.Fatalf("a search that kept nothing showed %d rows and counts %d read", len(res), read)
+	}
+	// Shown again, the rows are kept: nothing more is read.
+	search()
+	if n := r.CacheStats().RowReads - before; n != read {
+		t.Fatalf("a search of rows kept counts %d read, want the %d read before", n-read, read)
+	}
+	// Cut, they are read again.
+	cut()
+	search()
+	if n := r.CacheStats().RowReads - before; n < 2*read {
+		t.Fatalf("a search after the kept rows were cut counts %d read, want %d again", n-read, read)
+	}
+}

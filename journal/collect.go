@@ -534,7 +534,7 @@ func (s *Store) loadRows(ctx context.Context, npc string, kind itemKind, ids []i
 			}
 		}
 		if kind != kindMemory {
-			cache.put(res)
+			cache.putRead(res)
 		}
 		out[k] = keepResult(buf, res)
 	}

@@ -115,6 +115,9 @@ type Retriever struct {
 	sweepAt                     int // the size of evicted at which old ones are forgotten
 	warnedAt                    time.Time
 	unwarned                    int64
+	// rowReads counts the messages and journal entries searches read from
+	// the database, which their indexes did not keep (rowCache).
+	rowReads int64
 
 	// floors holds, for each NPC whose index alone outgrew the budget
 	// with its vectors released, the ids at or below which its messages
@@ -442,6 +445,13 @@ type CacheStats struct {
 	// small for the NPCs being searched: each costs a whole index build,
 	// reading the NPC's past from the database.
 	Builds, Evictions, Rebuilds int64
+	// RowReads counts the messages and journal entries that searches
+	// showed and read from the database because their NPC's index did not
+	// keep them (rowCache): the first showing of an archived row, and
+	// every row read again after the cache, over its budget, cut the
+	// results the indexes keep. Reads that grow with the ticks mean the
+	// budget is too small to keep them.
+	RowReads int64
 	// Floored counts the NPCs whose index alone outgrew the budget with
 	// the vectors of its oldest rows released, and whose oldest messages
 	// are therefore left out of it (see WithCacheBytes).
@@ -452,7 +462,8 @@ type CacheStats struct {
 func (r *Retriever) CacheStats() CacheStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := CacheStats{Limit: r.cfg.cacheBytes, Entries: len(r.npcs), Builds: r.builds, Evictions: r.evictions, Rebuilds: r.rebuilds}
+	st := CacheStats{Limit: r.cfg.cacheBytes, Entries: len(r.npcs), Builds: r.builds, Evictions: r.evictions, Rebuilds: r.rebuilds,
+		RowReads: r.rowReads}
 	for _, x := range r.npcs {
 		st.Bytes += x.sizeHint
 	}
@@ -656,6 +667,7 @@ func (r *Retriever) release(x *npcIndex) {
 			x.rebuilding, rebuild = true, true
 		}
 	}
+	reads := x.rows.takeReads()
 	x.mu.Unlock()
 	if rebuild {
 		r.building.Add(1)
@@ -663,6 +675,7 @@ func (r *Retriever) release(x *npcIndex) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.rowReads += reads
 	if r.npcs[x.npc] == x {
 		r.cached += size - x.sizeHint
 	}

@@ -57,6 +57,10 @@ type rowCache struct {
 	// seq orders the uses of kept results, for dropping the least recently
 	// used first.
 	seq uint64
+	// reads counts the rows read from the database to be kept here since
+	// the Retriever last took them (takeReads): what a search could not
+	// find kept.
+	reads int64
 }
 
 // The slots come in chunks of 8, 16 and 32, then 64 each: a small cache
@@ -267,6 +271,22 @@ func resultBytes(r *Result) int64 {
 const keptBytes = slotBytes + 32
 
 // size is what c holds: its results, and the slots they left empty.
+// putRead keeps res, a row just read from the database, and counts it.
+func (c *rowCache) putRead(res Result) {
+	if c == nil {
+		return
+	}
+	c.reads++
+	c.put(res)
+}
+
+// takeReads returns the rows read since it was last called.
+func (c *rowCache) takeReads() int64 {
+	n := c.reads
+	c.reads = 0
+	return n
+}
+
 func (c *rowCache) size() int64 {
 	if c == nil {
 		return 0

@@ -108,6 +108,27 @@ func TestBenchTicksReportsIndexRebuilds(t *testing.T) {
 	}
 }
 
+// The rows the ticks' searches read from the database, their NPC's index
+// not keeping them, are counted per tick and per round: none while the
+// cache keeps what the searches show, many once it is too small to.
+func TestBenchTicksCountsRowReads(t *testing.T) {
+	small := benchTicksJSON(t, "--npcs", "6", "--ticks", "12", "--history", "30000", "--index-cache-mb", "1", "--rounds")
+	if small.RowReadsPerTick <= 0 {
+		t.Fatalf("--index-cache-mb 1: %v row reads per tick, want some", small.RowReadsPerTick)
+	}
+	var sum int64
+	for _, r := range small.Rounds {
+		sum += r.RowReads
+	}
+	if want := small.RowReadsPerTick * float64(small.Ticks); math.Abs(float64(sum)-want) > 0.5 {
+		t.Errorf("the rounds count %d row reads, the measurement %.1f", sum, want)
+	}
+	kept := benchTicksJSON(t, "--npcs", "6", "--ticks", "12", "--history", "30000", "--rounds")
+	if kept.RowReadsPerTick != 0 {
+		t.Errorf("the default cache: %v row reads per tick, want none", kept.RowReadsPerTick)
+	}
+}
+
 // benchTicksJSON runs bench ticks with args and --json and returns its one
 // measurement.
 func benchTicksJSON(t *testing.T, args ...string) bench.TickMeasure {
