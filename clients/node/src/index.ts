@@ -239,7 +239,7 @@ export class Client {
    * ticks nothing.
    */
   async tick(id: string, opts: { key?: string; signal?: AbortSignal } = {}): Promise<TickResult> {
-    const headers: Record<string, string> = opts.key ? { "Idempotency-Key": opts.key } : {};
+    const headers = keyHeaders(opts.key);
     return (await this.call<TickResult>("POST", npcPath(id, "/tick"), { headers, signal: opts.signal })).body;
   }
 
@@ -254,7 +254,7 @@ export class Client {
     events: Event[],
     opts: { key?: string; signal?: AbortSignal } = {},
   ): Promise<{ result: TickResult; accepted: number; duplicates: number }> {
-    const headers: Record<string, string> = opts.key ? { "Idempotency-Key": opts.key } : {};
+    const headers = keyHeaders(opts.key);
     const res = await this.send("POST", npcPath(id, "/tick"), { body: { events }, headers, signal: opts.signal });
     const result = (await res.json()) as TickResult;
     const count = (name: string) => Number(res.headers.get(name) ?? 0);
@@ -441,6 +441,11 @@ export class ActionFeed implements AsyncIterable<FeedTick> {
       }
     }
   }
+}
+
+/** The headers of a tick sent with key: its Idempotency-Key, when given. */
+function keyHeaders(key?: string): Record<string, string> {
+  return key ? { "Idempotency-Key": key } : {};
 }
 
 function npcPath(id: string, suffix = ""): string {
