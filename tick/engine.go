@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -246,8 +247,12 @@ type Engine struct {
 	lent     lentArrays    // the arrays of prompts given to models that keep none
 	feed     *feedSignal   // wakes action feed readers
 	commits  *committer    // groups the commits of concurrent ticks
-	auto     *autoTicker
-	models   llm.Router
+	// committing counts the operations in flight that may commit through
+	// commits (an NPC's operations, event posts): at 1, a commit has no
+	// one to share its transaction with.
+	committing atomic.Int64
+	auto       *autoTicker
+	models     llm.Router
 
 	mu       sync.Mutex
 	closed   bool
@@ -319,10 +324,12 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 		deps.Sleeper = r
 	}
 	bg, stopBG := context.WithCancel(context.Background())
-	return &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
-		history: newHistoryCache(cfg.HistoryCacheBytes), shared: newToolShare(), present: newPresentCache(cfg.ProfileCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(), commits: newCommitter(deps.DB, lateWriter(deps.Characters)),
+	e := &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
+		history: newHistoryCache(cfg.HistoryCacheBytes), shared: newToolShare(), present: newPresentCache(cfg.ProfileCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(),
 		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, besideSlots: make(chan struct{}, cfg.BackgroundCompactions),
-		bg: bg, stopBG: stopBG}, nil
+		bg: bg, stopBG: stopBG}
+	e.commits = newCommitter(deps.DB, lateWriter(deps.Characters), func() bool { return e.committing.Load() <= 1 })
+	return e, nil
 }
 
 // Config returns the engine's configuration with defaults applied.
@@ -380,6 +387,8 @@ func (e *Engine) withNPC(ctx context.Context, id string, fn func(ctx context.Con
 		return err
 	}
 	defer e.inflight.Done()
+	e.committing.Add(1)
+	defer e.committing.Add(-1)
 	unlock, err := e.locks.Lock(ctx, id)
 	if err != nil {
 		return err

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +34,7 @@ func holdCommitter(t *testing.T, c *committer) (waitQueued func(n int), release 
 		t.Fatal("the committer's writer ran on after stop")
 	}
 	c.stopped = false
-	c.writing = true
+	c.writing, c.busy = true, true // a group being committed: commits queue
 	c.done = make(chan struct{})
 	done := c.done
 	c.mu.Unlock()
@@ -50,7 +52,14 @@ func holdCommitter(t *testing.T, c *committer) (waitQueued func(n int), release 
 	var once sync.Once
 	// The writer, started as a commit finding the committer idle would
 	// start it, commits what queued meanwhile.
-	release = func() { once.Do(func() { go c.write(done) }) }
+	release = func() {
+		once.Do(func() {
+			c.mu.Lock()
+			c.busy = false
+			c.mu.Unlock()
+			go c.write(done)
+		})
+	}
 	t.Cleanup(release)
 	return waitQueued, release
 }
@@ -71,7 +80,7 @@ func TestCommitterGivesEachMemberItsOwnOutcome(t *testing.T) {
 	if err := db.Exec("CREATE TABLE gc_rows (name TEXT NOT NULL)").Error; err != nil {
 		t.Fatal(err)
 	}
-	c := newCommitter(db, nil)
+	c := newCommitter(db, nil, nil)
 	if !c.grouped {
 		t.Fatal("commits on SQLite must be grouped")
 	}
@@ -179,7 +188,7 @@ func TestCommitterSurvivesAPanicOfItsOwn(t *testing.T) {
 			panic("late writer bug")
 		}
 		return nil
-	})
+	}, nil)
 	insert := func(name string) commitFunc {
 		return func(ctx context.Context, tx *gorm.DB, late *lateRows) error {
 			late.ticks = append(late.ticks, &character.TickRecord{}) // the late writer runs
@@ -226,7 +235,7 @@ func TestCommitterBoundsItsGroups(t *testing.T) {
 	if err := db.Exec("CREATE TABLE gc_rows (name TEXT NOT NULL)").Error; err != nil {
 		t.Fatal(err)
 	}
-	c := newCommitter(db, nil)
+	c := newCommitter(db, nil, nil)
 	waitQueued, release := holdCommitter(t, c)
 	const n = MaxCommitGroup + 10
 	errs := make(chan error, n)
@@ -545,7 +554,7 @@ func TestCommitterWriterWaitsForTheNextCommit(t *testing.T) {
 	if err := db.Exec("CREATE TABLE gc_rows (name TEXT NOT NULL)").Error; err != nil {
 		t.Fatal(err)
 	}
-	c := newCommitter(db, nil)
+	c := newCommitter(db, nil, nil)
 	insert := func(name string) {
 		t.Helper()
 		err := c.commit(context.Background(), func(ctx context.Context, tx *gorm.DB, _ *lateRows) error {
@@ -594,6 +603,7 @@ func TestCommitterWriterWaitsForTheNextCommit(t *testing.T) {
 	if _, err := env.eng.PutNPC(context.Background(), brom()); err != nil {
 		t.Fatal(err)
 	}
+	env.eng.commits.alone = nil // every commit to the writer
 	tickOnce(t, env, "Good morning.")
 	if err := env.eng.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -608,5 +618,166 @@ func TestCommitterWriterWaitsForTheNextCommit(t *testing.T) {
 		}
 	case starts == 0 || writing:
 		t.Errorf("after Close: %d writers started, writing %v; want the writer that committed the tick ended", starts, writing)
+	}
+}
+
+// A commit that nothing in flight could join is made in its caller's
+// goroutine, with no writer started; a commit that comes meanwhile queues
+// and is made by the writer as soon as the first is done; when others
+// are in flight (alone false) commits go to the writer.
+func TestCommitterCommitsAloneInItsCaller(t *testing.T) {
+	db := dbtest.SQLiteAt(t, filepath.Join(t.TempDir(), "gc.db"))
+	if err := db.Exec("CREATE TABLE gc_rows (name TEXT NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	var alone atomic.Bool
+	alone.Store(true)
+	c := newCommitter(db, nil, alone.Load)
+	defer c.stop()
+	// insert commits a row; inWriter tells whether the writer made it.
+	insert := func(name string, hold <-chan struct{}) (inWriter bool, err error) {
+		err = c.commit(context.Background(), func(ctx context.Context, tx *gorm.DB, _ *lateRows) error {
+			inWriter = strings.Contains(string(debug.Stack()), ".(*committer).write(")
+			if hold != nil {
+				<-hold
+			}
+			return tx.WithContext(ctx).Exec("INSERT INTO gc_rows (name) VALUES (?)", name).Error
+		})
+		return inWriter, err
+	}
+	state := func() (busy bool, queued, starts int) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.busy, len(c.queue), c.starts
+	}
+	if inWriter, err := insert("a", nil); err != nil || inWriter {
+		t.Fatalf("a commit alone: err %v, made by the writer %v; want it made by its caller", err, inWriter)
+	}
+	if _, _, starts := state(); starts != 0 {
+		t.Errorf("%d writers started for a commit alone", starts)
+	}
+
+	hold := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := insert("b", hold)
+		first <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for busy, _, _ := state(); !busy; busy, _, _ = state() {
+		if time.Now().After(deadline) {
+			t.Fatal("the first commit never began")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	type outcome struct {
+		inWriter bool
+		err      error
+	}
+	second := make(chan outcome, 1)
+	go func() {
+		inWriter, err := insert("c", nil)
+		second <- outcome{inWriter, err}
+	}()
+	for _, queued, _ := state(); queued == 0; _, queued, _ = state() {
+		if time.Now().After(deadline) {
+			t.Fatal("a commit that came while another was made by its caller did not queue")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	begun := time.Now()
+	close(hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	o := <-second
+	if o.err != nil || !o.inWriter {
+		t.Errorf("a commit queued behind one made by its caller: err %v, made by the writer %v; want the writer's", o.err, o.inWriter)
+	}
+	// The first commit kicks the writer once done: the second does not
+	// wait out the writer's linger.
+	if d := time.Since(begun); d >= writerLinger/2 {
+		t.Errorf("the queued commit took %v after the first was done: the writer was not woken", d)
+	}
+
+	alone.Store(false)
+	if inWriter, err := insert("d", nil); err != nil || !inWriter {
+		t.Errorf("a commit with others in flight: err %v, made by the writer %v; want the writer's", err, inWriter)
+	}
+	var n int64
+	if err := db.Raw("SELECT COUNT(*) FROM gc_rows").Scan(&n).Error; err != nil || n != 4 {
+		t.Fatalf("%d rows (%v), want 4", n, err)
+	}
+}
+
+// The engine commits in a tick's own goroutine only when nothing else that
+// commits is in flight: a tick alone may, two ticks at once may not.
+func TestEngineCommitsAloneOnlyWithNothingElseInFlight(t *testing.T) {
+	m := &doomModel{Chatter: llm.NewBuiltin()}
+	env := openEnv(t, filepath.Join(t.TempDir(), "npcd.db"), m)
+	ctx := context.Background()
+	for _, id := range []string{"npc-a", "npc-b"} {
+		c := brom()
+		c.ID, c.Name, c.Model = id, "Doomed "+id, "remote-model"
+		if _, err := env.eng.PutNPC(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post := func(id, text string) {
+		t.Helper()
+		if _, _, err := env.eng.PostEvents(ctx, id, []EventInput{{Kind: "say", Actor: "alice", Text: text}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// While the model thinks, each tick waits until all of the phase's
+	// ticks are thinking, then reads whether a commit would be alone.
+	var (
+		mu      sync.Mutex
+		seen    []bool
+		arrived = make(chan struct{}, 2)
+		proceed chan struct{}
+	)
+	m.doom = func() {
+		mu.Lock()
+		p := proceed
+		mu.Unlock()
+		arrived <- struct{}{}
+		<-p
+		mu.Lock()
+		seen = append(seen, env.eng.commits.alone())
+		mu.Unlock()
+	}
+	phase := func(ids ...string) []bool {
+		t.Helper()
+		mu.Lock()
+		proceed, seen = make(chan struct{}), nil
+		p := proceed
+		mu.Unlock()
+		errs := make(chan error, len(ids))
+		for _, id := range ids {
+			post(id, "Good morning, "+id+".")
+			go func() {
+				_, err := env.eng.Tick(ctx, id)
+				errs <- err
+			}()
+		}
+		for range ids {
+			<-arrived
+		}
+		close(p)
+		for range ids {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+	if got := phase("npc-a"); len(got) != 1 || !got[0] {
+		t.Errorf("a tick alone: a commit alone %v, want [true]", got)
+	}
+	if got := phase("npc-a", "npc-b"); len(got) != 2 || got[0] || got[1] {
+		t.Errorf("two ticks at once: a commit alone %v, want [false false]", got)
 	}
 }

@@ -167,6 +167,8 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 		return 0, 0, err
 	}
 	defer e.inflight.Done()
+	e.committing.Add(1)
+	defer e.committing.Add(-1)
 	c, err := e.deps.Characters.Intake(ctx, id) // who the events may not name; auto-tick
 	if err != nil {
 		return 0, 0, err

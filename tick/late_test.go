@@ -281,7 +281,7 @@ func storedTurn(t *testing.T, env *testEnv, id string) (records int, st characte
 // commit instead of dropping them.
 func TestCommitterRefusesLateRowsWithoutAWriter(t *testing.T) {
 	env := openEnv(t, filepath.Join(t.TempDir(), "npcd.db"), nil)
-	c := newCommitter(env.eng.deps.DB, nil)
+	c := newCommitter(env.eng.deps.DB, nil, nil)
 	err := c.commit(context.Background(), func(_ context.Context, _ *gorm.DB, late *lateRows) error {
 		late.ticks = append(late.ticks, &character.TickRecord{CharacterID: "brom", Tick: 1})
 		return nil
