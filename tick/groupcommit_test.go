@@ -730,28 +730,33 @@ func TestEngineCommitsAloneOnlyWithNothingElseInFlight(t *testing.T) {
 		}
 	}
 	// While the model thinks, each tick waits until all of the phase's
-	// ticks are thinking, then reads whether a commit would be alone.
+	// ticks are thinking, reads whether a commit would be alone, and goes
+	// on only once all of them have read it: every read is made with all
+	// of the phase's ticks in flight.
 	var (
-		mu      sync.Mutex
-		seen    []bool
-		arrived = make(chan struct{}, 2)
-		proceed chan struct{}
+		mu       sync.Mutex
+		seen     []bool
+		arrived  = make(chan struct{}, 2)
+		read     = make(chan struct{}, 2)
+		all, out chan struct{}
 	)
 	m.doom = func() {
 		mu.Lock()
-		p := proceed
+		a, o := all, out
 		mu.Unlock()
 		arrived <- struct{}{}
-		<-p
+		<-a
 		mu.Lock()
 		seen = append(seen, env.eng.commits.alone())
 		mu.Unlock()
+		read <- struct{}{}
+		<-o
 	}
 	phase := func(ids ...string) []bool {
 		t.Helper()
 		mu.Lock()
-		proceed, seen = make(chan struct{}), nil
-		p := proceed
+		all, out, seen = make(chan struct{}), make(chan struct{}), nil
+		a, o := all, out
 		mu.Unlock()
 		errs := make(chan error, len(ids))
 		for _, id := range ids {
@@ -764,7 +769,11 @@ func TestEngineCommitsAloneOnlyWithNothingElseInFlight(t *testing.T) {
 		for range ids {
 			<-arrived
 		}
-		close(p)
+		close(a)
+		for range ids {
+			<-read
+		}
+		close(o)
 		for range ids {
 			if err := <-errs; err != nil {
 				t.Fatal(err)
