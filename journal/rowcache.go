@@ -270,7 +270,6 @@ func resultBytes(r *Result) int64 {
 // slot (keptResult), its entry in rowCache.at and its sources' slices.
 const keptBytes = slotBytes + 32
 
-// size is what c holds: its results, and the slots they left empty.
 // putRead keeps res, a row just read from the database, and counts it.
 func (c *rowCache) putRead(res Result) {
 	if c == nil {
@@ -287,6 +286,7 @@ func (c *rowCache) takeReads() int64 {
 	return n
 }
 
+// size is what c holds: its results, and the slots they left empty.
 func (c *rowCache) size() int64 {
 	if c == nil {
 		return 0

@@ -165,28 +165,24 @@ func (c *committer) commit(ctx context.Context, fn commitFunc) error {
 	if !c.busy && len(c.queue) == 0 && c.alone != nil && c.alone() {
 		// No one could join its group: committed here, in the caller's
 		// goroutine, without waking the writer and being woken by it.
-		// A commit arriving meanwhile queues for the writer, which this
-		// one kicks once done.
+		// A commit arriving meanwhile queues and starts the writer, which
+		// waits while this one runs and is kicked once it is done.
 		c.busy = true
 		c.mu.Unlock()
 		c.runSafely([]*commitJob{j})
 		c.mu.Lock()
 		c.busy = false
 		queued := len(c.queue) > 0
-		if queued {
-			c.startWriter()
-		}
 		c.mu.Unlock()
 		if queued {
 			c.wake()
 		}
-		<-j.wake
-		return j.result()
+	} else {
+		c.queue = append(c.queue, j)
+		c.startWriter()
+		c.mu.Unlock()
+		c.wake()
 	}
-	c.queue = append(c.queue, j)
-	c.startWriter()
-	c.mu.Unlock()
-	c.wake()
 	<-j.wake
 	return j.result()
 }
