@@ -154,6 +154,11 @@ type TickMeasure struct {
 	// checkpoints): near 1, the ticks queue for it (in-process on SQLite
 	// only; 0 otherwise).
 	WriterBusy float64 `json:"writer_busy"`
+	// CoresBusy is the share of the cores (GOMAXPROCS) the process kept
+	// busy while the measured ticks ran, the posting of their events left
+	// out (in-process only): well below 1 while the writer is near 1, the
+	// ticks wait for SQLite's one writer, not for a core.
+	CoresBusy float64 `json:"cores_busy"`
 	// Rounds lists the measured rounds, in order (--rounds only).
 	Rounds []TickRound `json:"rounds,omitempty"`
 	// Aging is how the CPU a tick costs changed as the world aged over the
@@ -308,8 +313,8 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		if b.Rate > 0 {
 			fmt.Fprintf(out, "  %g ticks a second offered: each round's ticks are due at even intervals, and a tick's overhead counts from when it was due\n", b.Rate)
 		}
-		fmt.Fprintf(out, "  %-*s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %8s %9s %10s %8s %9s %5s %6s %6s\n",
-			width, "mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "tick p99", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp", "b-comp", "writer")
+		fmt.Fprintf(out, "  %-*s %6s %8s %9s | overhead ms p50 %6s %6s | %8s %8s %9s %10s %8s %9s %5s %6s %6s %5s\n",
+			width, "mode", "npcs", "ticks", "ticks/s", "p95", "p99", "model ms", "tick p99", "cpu ms/t", "alloc B/t", "allocs/t", "peak RSS", "comp", "b-comp", "writer", "busy")
 	}
 	stopProfile, err := startCPUProfile(b.CPUProfile)
 	if err != nil {
@@ -332,13 +337,16 @@ func Ticks(ctx context.Context, out, progress io.Writer, h Harness, b TickOption
 		if sittings > 1 {
 			label = fmt.Sprintf("%s #%d", label, m.Sitting)
 		}
-		writer := "-"
+		writer, busy := "-", "-"
 		if m.WriterBusy > 0 {
 			writer = fmt.Sprintf("%.0f%%", 100*m.WriterBusy)
 		}
-		fmt.Fprintf(out, "  %-*s %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %8.1f %9.3f %10d %8d %6.0f MiB %5d %6d %6s\n",
+		if m.CoresBusy > 0 {
+			busy = fmt.Sprintf("%.0f%%", 100*m.CoresBusy)
+		}
+		fmt.Fprintf(out, "  %-*s %6d %8d %9.0f | %15.3f %6.3f %6.3f | %8.3f %8.1f %9.3f %10d %8d %6.0f MiB %5d %6d %6s %5s\n",
 			width, label, m.NPCs, m.Ticks, m.TicksPerS, m.P50MS, m.P95MS, m.P99MS, m.ModelMS, m.LatencyP99MS, m.CPUMSPerTick, m.AllocBytesPerTick,
-			m.AllocsPerTick, m.PeakRSSMiB, m.Compactions, m.BackgroundCompactions, writer)
+			m.AllocsPerTick, m.PeakRSSMiB, m.Compactions, m.BackgroundCompactions, writer, busy)
 		if m.IndexBuilds > 0 {
 			fmt.Fprintf(out, "  %-*s %d search indexes were built again during the ticks: the index cache (--index-cache-mb %d) is too small for these NPCs\n",
 				width, "", m.IndexBuilds, b.CacheMB)
@@ -608,10 +616,11 @@ type tickOutcome struct {
 	err          error
 }
 
-// roundTime is how long a round's ticking took, and how long SQLite's
-// writer was held meanwhile: both without the posting of its events.
+// roundTime is how long a round's ticking took, how long SQLite's writer
+// was held meanwhile and the process's CPU time meanwhile: all without the
+// posting of its events.
 type roundTime struct {
-	took, writerHeld time.Duration
+	took, writerHeld, cpu time.Duration
 }
 
 // round posts one event to every NPC of w, then ticks them all with
@@ -633,7 +642,7 @@ func (w *tickWorld) round(ctx context.Context, workers int, rate float64) ([]tic
 			return nil, roundTime{}, err
 		}
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	// due is when tick i is due at rate: it counts from then.
 	due := func(i int) time.Time {
 		return start.Add(time.Duration(float64(i) * float64(time.Second) / rate))
@@ -670,7 +679,7 @@ func (w *tickWorld) round(ctx context.Context, workers int, rate float64) ([]tic
 	close(work)
 	wg.Wait()
 	writers1, _ := store.Writers(w.a.Chars.DB())
-	rt := roundTime{took: time.Since(start), writerHeld: writers1.Held - writers0.Held}
+	rt := roundTime{took: time.Since(start), writerHeld: writers1.Held - writers0.Held, cpu: cpuTime() - cpu0}
 	if w.comps == nil {
 		w.comps = make([]int, len(w.ids))
 		for i := range w.comps {
@@ -705,6 +714,7 @@ type tickAcc struct {
 	alloc, mallocs      uint64
 	builds, rowReads    int64
 	writerHeld          time.Duration
+	tickCPU             time.Duration // the ticking's CPU (roundTime.cpu)
 	// rounds, when kept (perRound), are the rounds measured so far.
 	perRound bool
 	rounds   []TickRound
@@ -723,6 +733,7 @@ func (w *tickWorld) measureRound(ctx context.Context, workers int, rate float64,
 	cpu := cpuTime() - cpu0
 	acc.cpu += cpu
 	acc.writerHeld += rt.writerHeld
+	acc.tickCPU += rt.cpu
 	st1 := w.a.Retriever.CacheStats()
 	builds, reads, beside := st1.Builds-st0.Builds, st1.RowReads-st0.RowReads, w.beside-beside0
 	acc.builds += builds
@@ -785,6 +796,7 @@ func (w *tickWorld) measurement(b TickOptions, acc *tickAcc) *TickMeasure {
 		IndexBuilds:     acc.builds,
 		RowReadsPerTick: float64(acc.rowReads) / float64(total),
 		WriterBusy:      acc.writerHeld.Seconds() / acc.elapsed.Seconds(),
+		CoresBusy:       acc.tickCPU.Seconds() / acc.elapsed.Seconds() / float64(runtime.GOMAXPROCS(0)),
 		Rounds:          acc.rounds,
 		Aging:           agingOf(acc.rounds),
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,6 +127,29 @@ func TestBenchTicksCountsRowReads(t *testing.T) {
 	kept := benchTicksJSON(t, "--npcs", "6", "--ticks", "12", "--history", "30000", "--rounds")
 	if kept.RowReadsPerTick != 0 {
 		t.Errorf("the default cache: %v row reads per tick, want none", kept.RowReadsPerTick)
+	}
+}
+
+// cores_busy is the share of the cores the process kept busy while the
+// ticks ran: a model that answers at once keeps them far busier than one
+// that each tick waits 50 ms for, one tick at a time; a share is never
+// much above 1 (threads in system calls may add a little). It leaves out
+// the posting of the rounds' events, which cpu_ms_per_tick counts, so it
+// stays below the share that CPU would make of the ticking's time.
+func TestBenchTicksSaysHowBusyTheCoresWere(t *testing.T) {
+	fast := benchTicksJSON(t, "--npcs", "10", "--ticks", "300", "--workers", "4")
+	slow := benchTicksJSON(t, "--npcs", "10", "--ticks", "20", "--workers", "1", "--latency", "50ms")
+	for _, m := range []bench.TickMeasure{fast, slow} {
+		if m.CoresBusy <= 0 || m.CoresBusy > 1.5 {
+			t.Errorf("latency %v ms, %d ticks: cores_busy %v, want a share of the cores above 0", m.LatencyMS, m.Ticks, m.CoresBusy)
+		}
+	}
+	withPosts := fast.CPUMSPerTick / 1000 * fast.TicksPerS / float64(runtime.GOMAXPROCS(0))
+	if fast.CoresBusy >= 0.995*withPosts {
+		t.Errorf("cores_busy %v, and the CPU of the rounds, events posted included, makes %v of the cores: want less, without the posting", fast.CoresBusy, withPosts)
+	}
+	if fast.CoresBusy < 4*slow.CoresBusy {
+		t.Errorf("cores_busy %v with a model that answers at once, %v with one that takes 50 ms: want the first far higher", fast.CoresBusy, slow.CoresBusy)
 	}
 }
 
