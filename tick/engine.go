@@ -248,8 +248,8 @@ type Engine struct {
 	feed     *feedSignal   // wakes action feed readers
 	commits  *committer    // groups the commits of concurrent ticks
 	// committing counts the operations in flight that may commit through
-	// commits (an NPC's operations, event posts): at 1, a commit has no
-	// one to share its transaction with.
+	// commits (an NPC's operations, event posts: beginCommitting): at 1, a
+	// commit has no one to share its transaction with.
 	committing atomic.Int64
 	auto       *autoTicker
 	models     llm.Router
@@ -381,14 +381,29 @@ type Leaser interface {
 	Hold(ctx context.Context, id string) (release func(), fresh bool, err error)
 }
 
-// withNPC runs fn holding NPC id's lock and its lease.
-func (e *Engine) withNPC(ctx context.Context, id string, fn func(ctx context.Context) error) error {
+// beginCommitting registers an operation that may commit through
+// e.commits (an NPC's operation, an event post): begin's, counted in
+// e.committing until endCommitting ends it.
+func (e *Engine) beginCommitting() error {
 	if err := e.begin(); err != nil {
 		return err
 	}
-	defer e.inflight.Done()
 	e.committing.Add(1)
-	defer e.committing.Add(-1)
+	return nil
+}
+
+// endCommitting ends an operation beginCommitting registered.
+func (e *Engine) endCommitting() {
+	e.committing.Add(-1)
+	e.inflight.Done()
+}
+
+// withNPC runs fn holding NPC id's lock and its lease.
+func (e *Engine) withNPC(ctx context.Context, id string, fn func(ctx context.Context) error) error {
+	if err := e.beginCommitting(); err != nil {
+		return err
+	}
+	defer e.endCommitting()
 	unlock, err := e.locks.Lock(ctx, id)
 	if err != nil {
 		return err

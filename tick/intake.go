@@ -163,12 +163,10 @@ func (e *Engine) PostEvents(ctx context.Context, id string, in []EventInput) (ac
 			evs[i].At = e.deps.Clock.Now().UTC()
 		}
 	}
-	if err := e.begin(); err != nil {
+	if err := e.beginCommitting(); err != nil {
 		return 0, 0, err
 	}
-	defer e.inflight.Done()
-	e.committing.Add(1)
-	defer e.committing.Add(-1)
+	defer e.endCommitting()
 	c, err := e.deps.Characters.Intake(ctx, id) // who the events may not name; auto-tick
 	if err != nil {
 		return 0, 0, err
