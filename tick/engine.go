@@ -274,6 +274,10 @@ type Engine struct {
 	// reads its pending events with its glance (see glance).
 	eventsPosted sync.Map
 
+	// yield gives up the calling goroutine's core: runtime.Gosched, which
+	// tests replace to count the calls (see tick).
+	yield func()
+
 	// afterIntake, when set (by tests), runs in PostEvents between the
 	// read of the NPC and the transaction that stores its events.
 	afterIntake func()
@@ -327,7 +331,7 @@ func New(deps Deps, cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, deps: deps, locks: deps.Locks, sem: make(chan struct{}, cfg.MaxConcurrentCalls),
 		history: newHistoryCache(cfg.HistoryCacheBytes), shared: newToolShare(), present: newPresentCache(cfg.ProfileCacheBytes), feed: newFeedSignal(), auto: newAutoTicker(),
 		models: llm.Router{Remote: deps.Remote, Builtin: deps.Builtin}, besideSlots: make(chan struct{}, cfg.BackgroundCompactions),
-		bg: bg, stopBG: stopBG}
+		bg: bg, stopBG: stopBG, yield: runtime.Gosched}
 	e.commits = newCommitter(deps.DB, lateWriter(deps.Characters), func() bool { return e.committing.Load() <= 1 })
 	return e, nil
 }

@@ -126,6 +126,18 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 	if !g.Pending && !g.NPC.State.Resume {
 		return e.idleWithKey(ctx, g.NPC, key)
 	}
+	// A tick that goes on gives up its core once, here. On SQLite its
+	// glance took and released mutexes that the writer of the commit
+	// groups takes too (the driver's memory allocator, SQLite's page
+	// cache), and a writer woken by such a release waits for a core while
+	// the ticks it commits wait for it: behind the rest of this tick, some
+	// hundreds of microseconds of CPU before it next blocks, and behind
+	// other ticks queued meanwhile. Yielding now lets the writer run
+	// first. 1,000 NPCs on 2 cores, 32 ticks at once: 10-30% more ticks a
+	// second in alternated runs, the cores 83-85% busy instead of 78-79%.
+	if e.commits.grouped {
+		e.yield()
+	}
 	c, err := e.npc(ctx, id, g)
 	if err != nil {
 		return nil, err
