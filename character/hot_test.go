@@ -291,3 +291,54 @@ func TestToolResultsAreMeasuredWithTheirIDs(t *testing.T) {
 	round(5)
 	check(t)
 }
+
+// InsertMeasured stores the counts its caller measured, but measures tool
+// results itself, with the ids they get: the caller measured none of
+// them (a count held by a tool result is not taken), and the delta adds
+// up what was stored.
+func TestInsertMeasuredMeasuresOnlyToolResults(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	s := character.NewStore(db)
+	putNPC(t, s, "brom")
+	appendMsgs(t, s, "brom", user(1, "filler")) // the next ids are guessed
+	said := user(2, "Have you seen my sword?")
+	said.Tokens, said.ViewTokens, said.MaskTokens = 41, 42, 43 // as its caller measured it
+	call := character.ToolCall{ID: "c1", Name: "look", Args: "{}"}
+	asked := assistant(2, call)
+	character.Measure(asked, counter, character.DefaultOffloadBytes)
+	seen := toolResult(2, "c1", "look", strings.Repeat("the forge is hot and the bellows are loud. ", 200))
+	seen.Tokens, seen.ViewTokens, seen.MaskTokens = 1, 1, 1 // not measured: stale
+	var d character.HistoryDelta
+	err := db.Transaction(func(tx *gorm.DB) error {
+		var err error
+		d, err = s.WithTx(tx).InsertMeasured(ctx, "brom", []*character.Message{said, asked, seen}, counter, character.DefaultOffloadBytes)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := s.History(ctx, "brom", character.HistoryQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 4 {
+		t.Fatalf("%d messages stored, want 4", len(ms))
+	}
+	if m := ms[1]; m.Tokens != 41 || m.ViewTokens != 42 || m.MaskTokens != 43 {
+		t.Errorf("the user message stored %d/%d/%d, want the caller's 41/42/43", m.Tokens, m.ViewTokens, m.MaskTokens)
+	}
+	want := ms[3]
+	character.Measure(&want, counter, character.DefaultOffloadBytes)
+	if m := ms[3]; m.Tokens != want.Tokens || m.ViewTokens != want.ViewTokens || m.MaskTokens != want.MaskTokens || !m.Offloaded || m.Tokens < 100 {
+		t.Errorf("the tool result (id %d) stored %d/%d/%d/%v, measures %d/%d/%d/%v", m.ID, m.Tokens, m.ViewTokens, m.MaskTokens, m.Offloaded,
+			want.Tokens, want.ViewTokens, want.MaskTokens, want.Offloaded)
+	}
+	sum := 0
+	for _, m := range ms[1:] {
+		sum += m.PromptTokens()
+	}
+	if d.LiveTokens != sum || d.LiveMessages != 3 {
+		t.Errorf("delta %d tokens in %d messages, the rows %d in 3", d.LiveTokens, d.LiveMessages, sum)
+	}
+}

@@ -1465,6 +1465,21 @@ func (d HistoryDelta) ColumnsFrom(held int64) (cols map[string]any, next int64) 
 // AdvanceState in the same transaction. Until then the totals and the
 // history revision are stale.
 func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, c Counter, offloadBytes int) (HistoryDelta, error) {
+	return s.insertMeasuring(ctx, id, msgs, c, offloadBytes, false)
+}
+
+// InsertMeasured is InsertMessages for messages the caller measured before
+// its transaction (Measure, with c and offloadBytes), tool results aside:
+// their placeholders name their ids, which only the insert tells, so they
+// are measured here as InsertMessages measures them. The others are stored
+// with the counts they hold. A transaction that holds SQLite's only write
+// lock then spends none of it counting tokens.
+func (s *Store) InsertMeasured(ctx context.Context, id string, msgs []*Message, c Counter, offloadBytes int) (HistoryDelta, error) {
+	return s.insertMeasuring(ctx, id, msgs, c, offloadBytes, true)
+}
+
+// insertMeasuring is InsertMessages, or InsertMeasured when measured is set.
+func (s *Store) insertMeasuring(ctx context.Context, id string, msgs []*Message, c Counter, offloadBytes int, measured bool) (HistoryDelta, error) {
 	if len(msgs) == 0 {
 		return HistoryDelta{}, nil
 	}
@@ -1486,6 +1501,8 @@ func (s *Store) InsertMessages(ctx context.Context, id string, msgs []*Message, 
 				continue // measured below, once its id is known
 			}
 			m.ID = guess + int64(i)
+		} else if measured {
+			continue
 		}
 		Measure(m, c, offloadBytes)
 		m.ID = 0

@@ -685,13 +685,23 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 	var noted []*journal.Entry // the entries the tick added, after the NPC's entry prev
 	var prev int64
 	current := false // the live history read at c's revision is the stored one
+	// Measured before the commit, not in it: the writer of a commit group
+	// holds SQLite's only write lock, and counting there (the model's new
+	// texts tokenized, the counter's cache locked against the ticks that
+	// count meanwhile) held it longer. Tool results are measured in it,
+	// with the ids they get (character.Store.InsertMeasured).
+	for _, m := range ts.current {
+		if m.Role != llm.RoleTool {
+			character.Measure(m, counter, c.Masking.OffloadBytes)
+		}
+	}
 	// Committed with the turns of other NPCs ticking meanwhile (see
 	// committer); the function may run again, so it sets every result anew.
 	err := e.commits.commit(ctx, func(ctx context.Context, tx *gorm.DB, late *lateRows) error {
 		after, masked, current, ts.res, noted, prev = nil, nil, false, nil, nil, -1
 		cs := e.deps.Characters.WithTx(tx)
 		js := e.deps.Journal.WithTx(tx)
-		d, err := cs.InsertMessages(ctx, c.ID, ts.current, counter, c.Masking.OffloadBytes)
+		d, err := cs.InsertMeasured(ctx, c.ID, ts.current, counter, c.Masking.OffloadBytes)
 		if err != nil {
 			return err
 		}
