@@ -91,6 +91,7 @@ type turnState struct {
 	turn     int64
 	gameTime time.Time
 	current  []*character.Message // to append, in order
+	measured int                  // current[:measured] are measured (for the budget)
 	user     *character.Message   // the new user message, if any
 	live     []character.Message  // the live history the model sees, as of c's revision
 	events   []character.Event
@@ -196,6 +197,7 @@ func (e *Engine) tick(ctx context.Context, id, key string) (*Result, error) {
 		character.Measure(m, counter, c.Masking.OffloadBytes)
 		pending += m.PromptTokens()
 	}
+	ts.measured = len(ts.current)
 	if err := e.ensureBudget(ctx, ts, pending); err != nil {
 		return nil, err
 	}
@@ -689,8 +691,9 @@ func (e *Engine) commit(ctx context.Context, ts *turnState, counter *llm.Counter
 	// holds SQLite's only write lock, and counting there (the model's new
 	// texts tokenized, the counter's cache locked against the ticks that
 	// count meanwhile) held it longer. Tool results are measured in it,
-	// with the ids they get (character.Store.InsertMeasured).
-	for _, m := range ts.current {
+	// with the ids they get (character.Store.InsertMeasured); the messages
+	// measured for the budget are not measured again.
+	for _, m := range ts.current[ts.measured:] {
 		if m.Role != llm.RoleTool {
 			character.Measure(m, counter, c.Masking.OffloadBytes)
 		}
