@@ -71,8 +71,14 @@ type writeGate struct {
 
 // CheckpointEvery is how many writes (transactions, or write statements
 // outside one) of an SQLite pool start a checkpoint of its write-ahead
-// log (checkpointLog).
-const CheckpointEvery = 16
+// log (checkpointLog). Every pass that copies frames first syncs the log
+// (SQLite does, synchronous=NORMAL), beside the writers appending to it,
+// and copies again the pages they wrote since the last pass: the pages a
+// world writes most (the ends of its tables, its NPCs' rows) are in
+// every pass. A world of 1,000 NPCs ticking flat out on 2 cores, 32
+// ticks at once, ran 3-5% more ticks a second at 64 writes than at 16
+// (14 of 16 alternated pairs), its log 27 MiB on average instead of 19.
+const CheckpointEvery = 64
 
 func newWriteGate(wait time.Duration) *writeGate {
 	return &writeGate{turn: make(chan struct{}, 1), wait: wait}

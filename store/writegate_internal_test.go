@@ -53,8 +53,8 @@ func TestGateCheckpointsTheLog(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != 0 {
 		t.Fatalf("wal_autocheckpoint %d (%v), want 0: the gate checkpoints", auto, err)
 	}
-	page := strings.Repeat("x", 4096) // a row a page, or more
-	const rounds = 200
+	page := strings.Repeat("x", 4096)     // a row a page, or more
+	const rounds = 3200 / CheckpointEvery // 3,200 writes
 	for r := 0; r < rounds; r++ {
 		for i := 0; i < CheckpointEvery; i++ {
 			tx, err := db.BeginTx(ctx, nil)
