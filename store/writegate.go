@@ -76,8 +76,9 @@ type writeGate struct {
 // and copies again the pages they wrote since the last pass: the pages a
 // world writes most (the ends of its tables, its NPCs' rows) are in
 // every pass. A world of 1,000 NPCs ticking flat out on 2 cores, 32
-// ticks at once, ran 3-5% more ticks a second at 64 writes than at 16
-// (14 of 16 alternated pairs), its log 27 MiB on average instead of 19.
+// ticks at once, ran about 4% more ticks a second at 64 writes than at
+// 16 (the median of 16 alternated pairs, 14 of them ahead), its log
+// 27 MiB on average instead of 19.
 const CheckpointEvery = 64
 
 func newWriteGate(wait time.Duration) *writeGate {
