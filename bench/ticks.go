@@ -635,7 +635,7 @@ type roundTime struct {
 func (w *tickWorld) round(ctx context.Context, workers int, rate float64) ([]tickOutcome, roundTime, error) {
 	r := w.next
 	w.next++
-	ctx = roundLabels(ctx, r)
+	ctx = roundLabels(ctx, r, w.history)
 	for _, id := range w.ids {
 		ev := tick.EventInput{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword, %s?", r, id)}
 		if _, _, err := w.a.Engine.PostEvents(ctx, id, []tick.EventInput{ev}); err != nil {
@@ -699,11 +699,18 @@ func (w *tickWorld) round(ctx context.Context, workers int, rate float64) ([]tic
 	return results, rt, nil
 }
 
-// roundLabels returns ctx with the profile label of the world's round r
+// roundLabels returns ctx with the profile labels of the world's round r
 // (from 0, warm-up rounds included) added to those it carries: round=N, N
-// as --rounds numbers it.
-func roundLabels(ctx context.Context, r int) context.Context {
-	return pprof.WithLabels(ctx, pprof.Labels("round", strconv.Itoa(r-warmRounds+1)))
+// as --rounds numbers it, and, for a world whose NPCs hold history tokens
+// of archived life (--history), history=TOKENS, so that a profile of
+// several histories can be cut by world (go tool pprof -tagfocus
+// 'history=^100000$').
+func roundLabels(ctx context.Context, r, history int) context.Context {
+	labels := pprof.Labels("round", strconv.Itoa(r-warmRounds+1))
+	if history > 0 {
+		labels = pprof.Labels("round", strconv.Itoa(r-warmRounds+1), "history", strconv.Itoa(history))
+	}
+	return pprof.WithLabels(ctx, labels)
 }
 
 // tickAcc accumulates the measured rounds of one world.
