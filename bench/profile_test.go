@@ -43,21 +43,23 @@ func TestStartCPUProfile(t *testing.T) {
 
 // A round's profile label numbers it as --rounds does, the first measured
 // round 1, and keeps the labels its context carries: a warm-up round stays
-// bench=setup, which -tagignore leaves out. A world of NPCs with archived
-// history names it (history=TOKENS); one without carries no such label.
+// bench=setup, which -tagignore leaves out. A world of a --history
+// comparison names its history (history=TOKENS, 0 included); another
+// carries no such label.
 func TestRoundLabels(t *testing.T) {
 	setup := pprof.WithLabels(context.Background(), pprof.Labels("bench", "setup"))
 	for _, c := range []struct {
 		ctx     context.Context
 		r       int
-		history int
+		history string
 		round   string
 		bench   string
 	}{
-		{setup, 0, 0, strconv.Itoa(1 - warmRounds), "setup"},
-		{setup, warmRounds - 1, 100000, "0", "setup"},
-		{context.Background(), warmRounds, 0, "1", ""},
-		{context.Background(), warmRounds + 59, 1000, "60", ""},
+		{setup, 0, "", strconv.Itoa(1 - warmRounds), "setup"},
+		{setup, warmRounds - 1, "100000", "0", "setup"},
+		{context.Background(), warmRounds, "", "1", ""},
+		{context.Background(), warmRounds + 59, "1000", "60", ""},
+		{context.Background(), warmRounds + 1, "0", "2", ""},
 	} {
 		ctx := roundLabels(c.ctx, c.r, c.history)
 		round, _ := pprof.Label(ctx, "round")
@@ -66,8 +68,8 @@ func TestRoundLabels(t *testing.T) {
 		if round != c.round || bench != c.bench {
 			t.Errorf("round %d of the world: labels round=%q bench=%q, want round=%q bench=%q", c.r, round, bench, c.round, c.bench)
 		}
-		if want := strconv.Itoa(c.history); labelled != (c.history > 0) || (labelled && history != want) {
-			t.Errorf("round %d of a world of %d tokens of history: label history=%q (set: %v)", c.r, c.history, history, labelled)
+		if labelled != (c.history != "") || history != c.history {
+			t.Errorf("round %d of a world of history %q: label history=%q (set: %v)", c.r, c.history, history, labelled)
 		}
 	}
 }

@@ -444,6 +444,9 @@ func benchTickWorlds(ctx context.Context, out, progress io.Writer, h Harness, b 
 		if err != nil {
 			return err
 		}
+		if len(b.History) > 0 {
+			w.historyLabel = strconv.Itoa(hist)
+		}
 		worlds = append(worlds, w)
 	}
 	// The worlds tick in turn round by round, each round measured on its
@@ -519,8 +522,12 @@ type tickWorld struct {
 	done    func()
 	ids     []string
 	history int
-	others  int
-	next    int // the next round's number, for the events' text
+	// historyLabel is history as the profile label of its ticks, set for
+	// the worlds of a --history comparison, 0 tokens included (see
+	// roundLabels).
+	historyLabel string
+	others       int
+	next         int // the next round's number, for the events' text
 	// comps is each NPC's count of compactions as its last tick gave it
 	// (-1 before), beside the number of compactions run beside the ticks
 	// so far, which no tick reports: what an NPC's count gained between
@@ -635,7 +642,7 @@ type roundTime struct {
 func (w *tickWorld) round(ctx context.Context, workers int, rate float64) ([]tickOutcome, roundTime, error) {
 	r := w.next
 	w.next++
-	ctx = roundLabels(ctx, r, w.history)
+	ctx = roundLabels(ctx, r, w.historyLabel)
 	for _, id := range w.ids {
 		ev := tick.EventInput{Kind: "say", Actor: "alice", Text: fmt.Sprintf("Round %d: have you seen my sword, %s?", r, id)}
 		if _, _, err := w.a.Engine.PostEvents(ctx, id, []tick.EventInput{ev}); err != nil {
@@ -701,16 +708,16 @@ func (w *tickWorld) round(ctx context.Context, workers int, rate float64) ([]tic
 
 // roundLabels returns ctx with the profile labels of the world's round r
 // (from 0, warm-up rounds included) added to those it carries: round=N, N
-// as --rounds numbers it, and, for a world whose NPCs hold history tokens
-// of archived life (--history), history=TOKENS, so that a profile of
-// several histories can be cut by world (go tool pprof -tagfocus
+// as --rounds numbers it, and, for a world of a --history comparison
+// (history not empty), history=TOKENS, so that a profile of several
+// histories can be cut by world (go tool pprof -tagfocus
 // 'history=^100000$').
-func roundLabels(ctx context.Context, r, history int) context.Context {
-	labels := pprof.Labels("round", strconv.Itoa(r-warmRounds+1))
-	if history > 0 {
-		labels = pprof.Labels("round", strconv.Itoa(r-warmRounds+1), "history", strconv.Itoa(history))
+func roundLabels(ctx context.Context, r int, history string) context.Context {
+	round := strconv.Itoa(r - warmRounds + 1)
+	if history == "" {
+		return pprof.WithLabels(ctx, pprof.Labels("round", round))
 	}
-	return pprof.WithLabels(ctx, labels)
+	return pprof.WithLabels(ctx, pprof.Labels("round", round, "history", history))
 }
 
 // tickAcc accumulates the measured rounds of one world.

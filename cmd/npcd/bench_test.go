@@ -250,9 +250,10 @@ func TestBenchTicksCountsCompactionsBesideTheTicks(t *testing.T) {
 
 // The setup of bench ticks (the archived history, the warm-up rounds) is
 // labelled bench=setup in its CPU profile, so that go tool pprof
-// -tagignore bench=setup shows the measured ticks alone, and the measured
-// ticks round=N, N from 1, so that -tagfocus shows one round: the
-// profile's samples carry those labels.
+// -tagignore bench=setup shows the measured ticks alone, the measured
+// ticks round=N, N from 1, so that -tagfocus shows one round, and the
+// ticks of a world given by --history history=TOKENS: the profile's
+// samples carry those labels.
 func TestBenchTicksProfileLabelsTheSetupAndTheRounds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cpu.pprof")
 	var out, errb bytes.Buffer
@@ -277,6 +278,9 @@ func TestBenchTicksProfileLabelsTheSetupAndTheRounds(t *testing.T) {
 	}
 	if measured == 0 {
 		t.Fatalf("no sample labelled with a measured round (labels %v)", labels)
+	}
+	if !labels["history=60000"] {
+		t.Errorf("no sample labelled history=60000: the world of --history 60000 is not labelled (labels %v)", labels)
 	}
 }
 
