@@ -253,23 +253,41 @@ func TestBenchTicksCountsCompactionsBesideTheTicks(t *testing.T) {
 // -tagignore bench=setup shows the measured ticks alone, the measured
 // ticks round=N, N from 1, so that -tagfocus shows one round, and the
 // ticks of a world given by --history history=TOKENS: the profile's
-// samples carry those labels.
+// samples carry those labels, and a run without --history carries no
+// history label.
 func TestBenchTicksProfileLabelsTheSetupAndTheRounds(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cpu.pprof")
-	var out, errb bytes.Buffer
-	args := []string{"bench", "ticks", "--npcs", "2", "--ticks", "600", "--workers", "2", "--history", "60000", "--cpuprofile", path}
-	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
-		t.Fatalf("bench ticks: %v\n%s", err, errb.String())
-	}
-	labels := sampleLabels(t, readProfile(t, path))
+	labels := benchProfileLabels(t, "--history", "60000")
 	if !labels["bench=setup"] {
 		t.Fatalf("no sample labelled bench=setup: the setup is not labelled (labels %v)", labels)
 	}
+	if !labels["history=60000"] {
+		t.Errorf("no sample labelled history=60000: the world of --history 60000 is not labelled (labels %v)", labels)
+	}
+	for l := range benchProfileLabels(t) {
+		if strings.HasPrefix(l, "history=") {
+			t.Errorf("label %s in a run without --history", l)
+		}
+	}
+}
+
+// benchProfileLabels runs bench ticks of 2 NPCs, 300 rounds, with a CPU
+// profile and the extra arguments args, checks that the profile's samples
+// carry measured rounds (round=1 to 300), and returns every label they
+// carry. (A setup without --history is too short to be sure of a sample.)
+func benchProfileLabels(t *testing.T, args ...string) map[string]bool {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	var out, errb bytes.Buffer
+	args = append([]string{"bench", "ticks", "--npcs", "2", "--ticks", "600", "--workers", "2", "--cpuprofile", path}, args...)
+	if err := run(context.Background(), args, &out, &errb, os.Getenv); err != nil {
+		t.Fatalf("bench ticks %v: %v\n%s", args, err, errb.String())
+	}
+	labels := sampleLabels(t, readProfile(t, path))
 	measured := 0
 	for l := range labels {
 		if n, err := strconv.Atoi(strings.TrimPrefix(l, "round=")); err == nil && strings.HasPrefix(l, "round=") {
 			if n > 300 {
-				t.Errorf("label %s: the run measured 300 rounds", l)
+				t.Errorf("%v: label %s: the run measured 300 rounds", args, l)
 			}
 			if n >= 1 {
 				measured++
@@ -277,11 +295,9 @@ func TestBenchTicksProfileLabelsTheSetupAndTheRounds(t *testing.T) {
 		}
 	}
 	if measured == 0 {
-		t.Fatalf("no sample labelled with a measured round (labels %v)", labels)
+		t.Fatalf("%v: no sample labelled with a measured round (labels %v)", args, labels)
 	}
-	if !labels["history=60000"] {
-		t.Errorf("no sample labelled history=60000: the world of --history 60000 is not labelled (labels %v)", labels)
-	}
+	return labels
 }
 
 // sampleLabels returns the labels the samples of the pprof profile raw
